@@ -1,0 +1,283 @@
+"""AGCA calculus IR (VLDBJ'14 §3.2): immutable nodes, n-ary sums and products.
+
+Two layers:
+  * value terms (scalars): Var, Const, Arith, Func
+  * calculus expressions (GMR-valued): Rel, DeltaRel, MapRef, Value, Cmp, Lift,
+    Sum, Prod, AggSum
+
+Semantics (evaluated by toaster.calculus.evaluator): an expression, under a binding of its
+input variables, denotes a finite map from bindings of its output variables to ring values.
+  Rel(R, vs)        multiplicity of each tuple of R, binding vs (bound vs act as filters)
+  DeltaRel(R, vs)   the same over the current batch of updates to R (batch triggers)
+  MapRef(m, vs)     the value stored in materialized map m (M3 programs)
+  Value(t)          the scalar t (all its variables must be bound)
+  Cmp(op, a, b)     1 if the comparison holds else 0
+  Lift(x, Q)        x := Q ; binds x to Q's value (or checks it when x is bound)
+  Sum(ts)           bag union (sum of values per binding)
+  Prod(fs)          natural join, evaluated left to right (sideways binding passing)
+  AggSum(gs, Q)     sum of Q's values grouped by the variables gs
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from toaster.types import Type, INT, FLOAT
+
+
+# ---------------------------------------------------------------- value terms
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+    type: Type
+
+    def __repr__(self) -> str:
+        return f"{self.name}:{self.type}"
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: object  # int | float | str | bool; dates are int YYYYMMDD
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Arith:
+    """op in '+', '*' (n-ary), '-', '/' (binary), 'neg' (unary). Result type in .type."""
+    op: str
+    args: tuple
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Func:
+    """A built-in or external scalar function call."""
+    name: str
+    args: tuple
+    type: Type
+
+
+Term = Union[Var, Const, Arith, Func]
+
+
+# ---------------------------------------------------------- calculus expressions
+
+@dataclass(frozen=True, slots=True)
+class Rel:
+    name: str
+    vars: tuple  # tuple[Var, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaRel:
+    name: str
+    vars: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class MapRef:
+    name: str
+    vars: tuple
+    type: Type = FLOAT  # the map's value type
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    term: object  # Term
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    op: str  # '=', '!=', '<', '<=', '>', '>='
+    left: object
+    right: object
+
+
+@dataclass(frozen=True, slots=True)
+class Lift:
+    var: Var
+    expr: object  # Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Sum:
+    terms: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Prod:
+    factors: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class AggSum:
+    group: tuple  # tuple[Var, ...]
+    expr: object
+
+
+Expr = Union[Rel, DeltaRel, MapRef, Value, Cmp, Lift, Sum, Prod, AggSum]
+
+ZERO = Value(Const(0, INT))
+ONE = Value(Const(1, INT))
+
+
+def const_value(e) -> object | None:
+    """The constant number an expression denotes, or None."""
+    if isinstance(e, Value) and isinstance(e.term, Const) and e.term.type in (INT, FLOAT):
+        return e.term.value
+    return None
+
+
+def is_zero(e) -> bool:
+    return const_value(e) == 0
+
+
+def is_one(e) -> bool:
+    return const_value(e) == 1
+
+
+# --------------------------------------------------------------------- queries
+
+def term_vars(t) -> set:
+    """Variables occurring in a value term."""
+    match t:
+        case Var():
+            return {t}
+        case Const():
+            return set()
+        case Arith(_, args, _) | Func(_, args, _):
+            out = set()
+            for a in args:
+                out |= term_vars(a)
+            return out
+    raise TypeError(f"not a value term: {t!r}")
+
+
+def term_type(t) -> Type:
+    return t.type
+
+
+def all_vars(e) -> set:
+    """Every variable occurring anywhere in e."""
+    match e:
+        case Rel(_, vs) | DeltaRel(_, vs) | MapRef(_, vs, _):
+            return set(vs)
+        case Value(t):
+            return term_vars(t)
+        case Cmp(_, a, b):
+            return term_vars(a) | term_vars(b)
+        case Lift(v, q):
+            return {v} | all_vars(q)
+        case Sum(ts) | Prod(ts):
+            out = set()
+            for t in ts:
+                out |= all_vars(t)
+            return out
+        case AggSum(gs, q):
+            return set(gs) | all_vars(q)
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def schema(e, bound: frozenset | set = frozenset()) -> tuple[set, set]:
+    """(input vars, output vars) of e given the variables already bound outside.
+
+    Output variables are the ones e binds (relation columns, lifted variables, group-by
+    variables); input variables are those e needs bound from outside.
+    """
+    bound = set(bound)
+    match e:
+        case Rel(_, vs) | DeltaRel(_, vs) | MapRef(_, vs, _):
+            return set(), set(vs) - bound
+        case Value(t):
+            return term_vars(t) - bound, set()
+        case Cmp(_, a, b):
+            return (term_vars(a) | term_vars(b)) - bound, set()
+        case Lift(v, q):
+            qi, qo = schema(q, bound)
+            return qi, (qo | {v}) - bound
+        case Prod(fs):
+            ins, outs = set(), set()
+            for f in fs:
+                fi, fo = schema(f, bound | outs)
+                ins |= fi - outs
+                outs |= fo
+            return ins, outs
+        case Sum(ts):
+            ins, outs = set(), set()
+            for t in ts:
+                ti, to = schema(t, bound)
+                ins |= ti
+                outs |= to
+            return ins, outs
+        case AggSum(gs, q):
+            qi, qo = schema(q, bound)
+            return qi, set(gs) & (qo | bound) - bound
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def expr_type(e) -> Type:
+    """The ring type of an expression's values: INT unless a float is involved."""
+    match e:
+        case Rel() | DeltaRel() | Cmp():
+            return INT
+        case MapRef(_, _, t):
+            return t
+        case Value(t):
+            return FLOAT if t.type == FLOAT else INT
+        case Lift():
+            return INT
+        case Sum(ts) | Prod(ts):
+            return FLOAT if any(expr_type(t) == FLOAT for t in ts) else INT
+        case AggSum(_, q):
+            return expr_type(q)
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def relations(e) -> set:
+    """Names of base relations referenced by e (not deltas or maps)."""
+    match e:
+        case Rel(n, _):
+            return {n}
+        case DeltaRel() | MapRef() | Value() | Cmp():
+            return set()
+        case Lift(_, q) | AggSum(_, q):
+            return relations(q)
+        case Sum(ts) | Prod(ts):
+            out = set()
+            for t in ts:
+                out |= relations(t)
+            return out
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def mk_sum(terms) -> object:
+    """Sum with flattening and zero elimination (not a full simplifier)."""
+    flat = []
+    for t in terms:
+        if isinstance(t, Sum):
+            flat.extend(t.terms)
+        elif not is_zero(t):
+            flat.append(t)
+    if not flat:
+        return ZERO
+    return flat[0] if len(flat) == 1 else Sum(tuple(flat))
+
+
+def mk_prod(factors) -> object:
+    """Product with flattening, unit elimination and zero absorption."""
+    flat = []
+    for f in factors:
+        if isinstance(f, Prod):
+            flat.extend(f.factors)
+        elif is_zero(f):
+            return ZERO
+        elif not is_one(f):
+            flat.append(f)
+    if not flat:
+        return ONE
+    return flat[0] if len(flat) == 1 else Prod(tuple(flat))
+
+
+def neg(e) -> object:
+    return mk_prod([Value(Const(-1, INT)), e])

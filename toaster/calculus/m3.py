@@ -1,0 +1,76 @@
+"""M3 trigger programs: materialized maps and the triggers that keep them fresh.
+
+A map is declared with its key variables, value type and defining calculus expression
+(AggSum(keys, definition) is what it holds). A trigger fires on an event:
+  Event('insert', R, args) / Event('delete', R, args): a single tuple, args bound to its fields
+  Event('batch', R, ()):   a batch of updates to R, readable in statements as DeltaRel(R, vars)
+                           (values are multiplicities: +1 per insert, -1 per delete)
+Statements run in order. `target[keys] += rhs` evaluates rhs (whose free variables are the
+trigger args; keys not bound by args must be output variables of rhs) and adds each result
+value into target at the key; `:=` replaces the whole map by the result (keys not produced
+are removed). Statements in one trigger are ordered so that every map is read before it is
+written (all reads see the state before the event).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toaster.types import Type
+
+
+@dataclass(frozen=True, slots=True)
+class MapDecl:
+    name: str
+    keys: tuple          # tuple[Var, ...] (names are the canonical key names, types matter)
+    type: Type           # value type: INT or FLOAT
+    definition: object   # calculus expression whose AggSum over keys the map holds
+    role: str = "aux"    # 'query' (a result column) | 'aux' (auxiliary / higher-order view)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str            # 'insert' | 'delete' | 'batch'
+    relation: str
+    args: tuple = ()     # tuple[Var, ...] for single-tuple events
+
+    @property
+    def sign(self) -> int:
+        return -1 if self.kind == "delete" else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    target: str
+    keys: tuple          # tuple[Var, ...]
+    op: str              # '+=' | ':='
+    rhs: object          # calculus expression over MapRef / DeltaRel / values
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    event: Event
+    statements: tuple    # tuple[Statement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class M3Program:
+    relations: tuple     # tuple[RelationDecl, ...]
+    maps: tuple          # tuple[MapDecl, ...]
+    triggers: tuple      # tuple[Trigger, ...]
+    queries: tuple       # tuple[QueryResult, ...]
+    mode: str = "tuple"  # 'tuple' (insert/delete triggers) | 'batch' (batch triggers)
+
+    def map(self, name: str) -> MapDecl:
+        for m in self.maps:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def relation(self, name: str):
+        for r in self.relations:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def triggers_for(self, relation: str) -> tuple:
+        return tuple(t for t in self.triggers if t.event.relation == relation)

@@ -1,0 +1,156 @@
+"""The one engine interface every backend implements.
+
+    engine = toaster.compile_sql(sql_text).engine("llvm")   # or "interp", "spark"
+    engine.load_table("NATION", rows)                          # static tables first
+    engine.apply(Batch.from_rows("R", types, rows, signs))     # a batch of inserts/deletes
+    engine.insert("R", (1, 2)); engine.delete("R", (1, 2))    # single tuples
+    engine.results()  -> [ResultTable]                          # every SELECT's current view
+    engine.read_map("QUERY_1_TOTAL") -> {key tuple: value}     # any materialized map
+
+A batch is validated whole before any of it is applied: a malformed row rejects the batch
+and leaves every view as it was.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from toaster.errors import InputError
+from toaster.runtime.batch import Batch, NUMPY_DTYPES
+from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, int_to_date
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    name: str
+    columns: tuple        # column names
+    types: tuple          # Types
+    key_columns: int      # the first key_columns columns are the key
+    rows: tuple           # tuple of row tuples (runtime representation), sorted by key
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "columns": list(self.columns),
+            "key_columns": self.key_columns,
+            "rows": [[display_value(v, t) for v, t in zip(r, self.types)] for r in self.rows],
+        }
+
+
+def display_value(v, t: Type):
+    if t == DATE:
+        return int_to_date(v)
+    if t == FLOAT:
+        return float(v)
+    if t == INT:
+        return int(v)
+    return v
+
+
+class Engine(ABC):
+    """Base class: validation, the single-tuple helpers and result assembly."""
+
+    backend = "?"
+
+    def __init__(self, relations, queries):
+        self.relations = {r.name: r for r in relations}
+        self.queries = tuple(queries)
+        self._tables_loaded: set[str] = set()
+
+    # ---------------------------------------------------------------- input
+    def load_table(self, relation: str, rows) -> None:
+        decl = self._decl(relation)
+        if decl.kind != "table":
+            raise InputError(f"{relation} is a STREAM; load_table is for static TABLEs")
+        self.apply(Batch.from_rows(relation, decl.types, rows))
+        self._tables_loaded.add(relation)
+
+    def insert(self, relation: str, row) -> None:
+        self.apply(Batch.from_rows(relation, self._decl(relation).types, [row]))
+
+    def delete(self, relation: str, row) -> None:
+        self.apply(Batch.from_rows(relation, self._decl(relation).types, [row], [-1]))
+
+    def apply(self, batch: Batch) -> None:
+        """Apply a batch atomically (validated first; rejected whole if malformed)."""
+        decl = self._decl(batch.relation)
+        self._validate(decl, batch)
+        if len(batch) == 0:
+            return
+        self._apply(batch)
+
+    def _decl(self, relation: str):
+        try:
+            return self.relations[relation.upper()]
+        except KeyError:
+            raise InputError(f"unknown relation {relation!r}") from None
+
+    def _validate(self, decl, batch: Batch) -> None:
+        if len(batch.columns) != len(decl.columns):
+            raise InputError(f"{decl.name} has {len(decl.columns)} columns, batch has {len(batch.columns)}")
+        if decl.kind == "table" and np.any(batch.signs < 0):
+            raise InputError(f"deletions from TABLE {decl.name} are not allowed (tables are static)")
+        if not np.all((batch.signs == 1) | (batch.signs == -1)):
+            raise InputError("batch signs must be +1 or -1")
+        for col, c in zip(batch.columns, decl.columns):
+            if len(col) != len(batch.signs):
+                raise InputError(f"{decl.name}.{c.name}: column length differs from the batch length")
+            want = NUMPY_DTYPES[c.type]
+            if c.type == STRING:
+                if not all(isinstance(v, str) for v in col.tolist()):
+                    raise InputError(f"{decl.name}.{c.name}: expected strings")
+            elif col.dtype != want:
+                raise InputError(f"{decl.name}.{c.name}: expected {np.dtype(want).name} column, got {col.dtype}")
+
+    # --------------------------------------------------------------- output
+    @abstractmethod
+    def _apply(self, batch: Batch) -> None: ...
+
+    @abstractmethod
+    def read_map(self, name: str) -> dict:
+        """Nonzero entries of a materialized map: {key tuple: value}."""
+
+    def results(self) -> list[ResultTable]:
+        return [self.result(q.name) for q in self.queries]
+
+    def result(self, name: str) -> ResultTable:
+        q = next((q for q in self.queries if q.name == name), None)
+        if q is None:
+            raise KeyError(name)
+        per_map = [self.read_map(m) for m in q.value_maps]
+        keys = set()
+        for d in per_map:
+            keys.update(d)
+        rows = []
+        for k in keys:
+            vals = tuple(d.get(k, 0) for d in per_map)
+            if all(v == 0 for v in vals):
+                continue
+            rows.append(tuple(k) + tuple(_cast(v, c.type) for v, c in zip(vals, q.value_columns)))
+        rows.sort(key=_sort_key)
+        return ResultTable(q.name, tuple(c.name for c in q.columns), tuple(c.type for c in q.columns),
+                           len(q.key_columns), tuple(rows))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _cast(v, t: Type):
+    if t == INT:
+        return int(v)
+    if t == FLOAT:
+        return float(v)
+    return v
+
+
+def _sort_key(row):
+    return tuple((0, v) if not isinstance(v, str) else (1, v) for v in row)

@@ -1,0 +1,62 @@
+"""Declarations shared by all stages: relations, their sources, and query result shapes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toaster.types import Type
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """FROM FILE '<path>' LINE DELIMITED <adaptor>(<params>)."""
+    path: str
+    adaptor: str = "csv"          # lower-cased adaptor name
+    params: tuple = ()            # tuple[(name, value)], names lower-cased
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str   # upper-cased
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class RelationDecl:
+    name: str                 # upper-cased
+    columns: tuple            # tuple[Column, ...]
+    kind: str                 # 'stream' | 'table'
+    source: Source | None = None
+
+    @property
+    def types(self) -> tuple:
+        return tuple(c.type for c in self.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultColumn:
+    name: str     # output column name
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """How one SELECT is reported: key columns then value columns.
+
+    Every value column is a materialized map (value_maps[i]) keyed by all the key columns, in
+    order. A row is reported for each key whose values are not all zero.
+    """
+    name: str                  # 'QUERY_1', 'QUERY_2', ...
+    key_columns: tuple         # tuple[ResultColumn, ...]
+    value_columns: tuple       # tuple[ResultColumn, ...]
+    value_maps: tuple          # tuple[str, ...] map names, parallel to value_columns
+    order_by: tuple = field(default=())  # reserved for later issues
+
+    @property
+    def columns(self) -> tuple:
+        return self.key_columns + self.value_columns
