@@ -1,0 +1,57 @@
+"""Delta rules (VLDBJ'14 §3.3; Hot Dog §3 for batches).
+
+delta(Q, event) is an expression equal to Q(D + ΔD) - Q(D) for the event's update:
+  single tuple  ±R(t):  ΔR(x1..xn) = ±Π (xi := ti)
+  batch of R:           ΔR(x1..xn) = (DELTA R)(x1..xn)
+"""
+from __future__ import annotations
+
+from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, ZERO,
+                                 is_zero, mk_prod, mk_sum, neg)
+from toaster.calculus.m3 import Event
+from toaster.types import INT
+
+
+def delta(e, event: Event):
+    match e:
+        case Rel(n, vs):
+            if n != event.relation:
+                return ZERO
+            if event.kind == "batch":
+                return DeltaRel(n, vs)
+            lifts = [Lift(v, Value(a)) for v, a in zip(vs, event.args)]
+            # the sign belongs to ΔR itself: in ΔR*ΔR (self-joins) two deletions multiply to +
+            return mk_prod(([Value(Const(-1, INT))] if event.kind == "delete" else []) + lifts)
+        case DeltaRel() | MapRef() | Value() | Cmp():
+            return ZERO
+        case Sum(ts):
+            return mk_sum([delta(t, event) for t in ts])
+        case Prod(fs):
+            return _delta_prod(list(fs), event)
+        case AggSum(gs, q):
+            d = delta(q, event)
+            return ZERO if is_zero(d) else AggSum(gs, d)
+        case Lift(x, q):
+            d = delta(q, event)
+            if is_zero(d):
+                return ZERO
+            return mk_sum([Lift(x, mk_sum([q, d])), neg(Lift(x, q))])
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def _delta_prod(fs: list, event: Event):
+    """Δ(A*B) = ΔA*B + A*ΔB + ΔA*ΔB, applied to the head and the rest of the product."""
+    if len(fs) == 1:
+        return delta(fs[0], event)
+    head, rest = fs[0], fs[1:]
+    dh = delta(head, event)
+    dr = _delta_prod(rest, event)
+    rest_e = mk_prod(rest)
+    terms = []
+    if not is_zero(dh):
+        terms.append(mk_prod([dh, rest_e]))
+    if not is_zero(dr):
+        terms.append(mk_prod([head, dr]))
+    if not is_zero(dh) and not is_zero(dr):
+        terms.append(mk_prod([dh, dr]))
+    return mk_sum(terms)

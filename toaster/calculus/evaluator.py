@@ -1,0 +1,170 @@
+"""The calculus evaluator: AGCA's formal semantics (VLDBJ'14 Fig. 1), executably.
+
+An expression is evaluated under an environment binding its input variables; the result is a
+generalized multiset relation over its output variables (a dict from binding tuples to ring
+values, zeros dropped). Products pass bindings left to right, as in the paper's semantics.
+This evaluator is the specification that every lower stage and backend must agree with.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+                                 Sum, Value, Var, schema)
+from toaster.errors import UnsupportedError
+from toaster.types import FLOAT, INT
+
+
+@dataclass
+class Database:
+    """What an expression reads: base relations, materialized maps and current batch deltas.
+    Each is {name: {tuple: value}}."""
+    relations: dict = field(default_factory=dict)
+    maps: dict = field(default_factory=dict)
+    deltas: dict = field(default_factory=dict)
+
+
+def divide(a, b):
+    """IEEE division: x/0 is ±inf, 0/0 is nan (DIALECT.md §9), never an exception."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * (math.copysign(1.0, b) if isinstance(b, float) else 1.0)
+
+
+def eval_term(t, env: dict):
+    match t:
+        case Var():
+            try:
+                return env[t]
+            except KeyError:
+                raise RuntimeError(f"unbound variable {t.name}") from None
+        case Const(v, _):
+            return v
+        case Arith("neg", (a,), _):
+            return -eval_term(a, env)
+        case Arith("+", args, ty):
+            return _num(sum(eval_term(a, env) for a in args), ty)
+        case Arith("*", args, ty):
+            v = 1
+            for a in args:
+                v = v * eval_term(a, env)
+            return _num(v, ty)
+        case Arith("-", (a, b), ty):
+            return _num(eval_term(a, env) - eval_term(b, env), ty)
+        case Arith("/", (a, b), _):
+            return divide(float(eval_term(a, env)), float(eval_term(b, env)))
+        case Func(name, _, _):
+            raise UnsupportedError(f"function {name} in the calculus evaluator")
+    raise TypeError(f"not a term: {t!r}")
+
+
+def _num(v, ty):
+    return float(v) if ty == FLOAT else v
+
+
+_CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _match_atom(vs, table: dict, env: dict):
+    for tup, val in table.items():
+        if val == 0:
+            continue
+        new = {}
+        ok = True
+        for v, x in zip(vs, tup):
+            if v in env:
+                if env[v] != x:
+                    ok = False
+                    break
+            elif v in new:
+                if new[v] != x:
+                    ok = False
+                    break
+            else:
+                new[v] = x
+        if ok:
+            yield new, val
+
+
+def _ev(e, db: Database, env: dict):
+    """Yield (new bindings, value) pairs; the same binding may repeat (bag semantics)."""
+    match e:
+        case Rel(n, vs):
+            yield from _match_atom(vs, db.relations.get(n, {}), env)
+        case DeltaRel(n, vs):
+            yield from _match_atom(vs, db.deltas.get(n, {}), env)
+        case MapRef(n, vs, _):
+            table = db.maps.get(n, {})
+            if all(v in env for v in vs):  # a lookup, not a scan
+                val = table.get(tuple(env[v] for v in vs), 0)
+                if val != 0:
+                    yield {}, val
+            else:
+                yield from _match_atom(vs, table, env)
+        case Value(t):
+            v = eval_term(t, env)
+            if v != 0:
+                yield {}, v
+        case Cmp(op, a, b):
+            if _CMP[op](eval_term(a, env), eval_term(b, env)):
+                yield {}, 1
+        case Lift(x, q):
+            _, outs = schema(q, set(env))
+            groups = _group(q, db, env, tuple(sorted(outs, key=lambda v: v.name)))
+            if not outs and not groups:
+                groups = {(): 0}
+            names = tuple(sorted(outs, key=lambda v: v.name))
+            for key, val in groups.items():
+                b = dict(zip(names, key))
+                if x in env:
+                    if env[x] == val:
+                        yield b, 1
+                elif x in b:
+                    if b[x] == val:
+                        yield b, 1
+                else:
+                    b[x] = val
+                    yield b, 1
+        case Sum(ts):
+            for t in ts:
+                yield from _ev(t, db, env)
+        case Prod(fs):
+            yield from _prod(fs, 0, db, env, {}, 1)
+        case AggSum(gs, q):
+            outs = tuple(g for g in gs if g not in env)
+            for key, val in _group(q, db, env, outs).items():
+                yield dict(zip(outs, key)), val
+        case _:
+            raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def _prod(fs, i, db, env, acc, val):
+    if i == len(fs):
+        yield acc, val
+        return
+    inner_env = {**env, **acc} if acc else env
+    for b, v in _ev(fs[i], db, inner_env):
+        yield from _prod(fs, i + 1, db, env, {**acc, **b} if b else acc, val * v)
+
+
+def _group(q, db, env, outs) -> dict:
+    acc: dict = {}
+    for b, v in _ev(q, db, env):
+        key = tuple(b[o] if o in b else env[o] for o in outs)
+        acc[key] = acc.get(key, 0) + v
+    return {k: v for k, v in acc.items() if v != 0}
+
+
+def evaluate(e, db: Database, env: dict | None = None, out_vars=None) -> dict:
+    """Evaluate e; result {tuple of out_vars values: value} (nonzero entries only).
+    out_vars defaults to e's output variables sorted by name."""
+    env = env or {}
+    if out_vars is None:
+        _, outs = schema(e, set(env))
+        out_vars = tuple(sorted(outs, key=lambda v: v.name))
+    return _group(e, db, env, tuple(out_vars))

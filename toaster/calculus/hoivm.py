@@ -1,0 +1,351 @@
+"""Higher-order IVM: the viewlet transform with materialization decisions (VLDBJ'14 §4-5).
+
+For every map (starting with the query maps) and every update event of a relation it reads:
+  1. take the delta of its definition and simplify it into monomials (unification binds the
+     trigger's tuple into the expression),
+  2. extract range restrictions on the map's keys into the statement's target key,
+  3. decompose each monomial: relation atoms connected by unbound variables form components;
+     each component (with the conditions and values that only it mentions) is materialized as
+     an auxiliary map keyed by the bound variables it uses and the variables needed outside,
+  4. reuse an existing map when the new definition equals one up to variable renaming,
+  5. recurse on every new map.
+Degrees drop at each level (Theorem 1), so this terminates. Statements of one trigger are
+ordered with a dependency graph so that each map is read before it is written.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import networkx as nx
+
+from toaster.calculus.delta import delta
+from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value,
+                                 Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations,
+                                 term_vars, ONE)
+from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
+from toaster.errors import UnsupportedError
+from toaster.types import FLOAT, INT
+
+
+def trigger_args(decl) -> tuple:
+    """Trigger argument variables for a relation: lower-case rel_col (query variables are
+    upper-case ALIAS_COL, so they never clash)."""
+    return tuple(Var(f"{decl.name.lower()}_{c.name.lower()}", c.type) for c in decl.columns)
+
+
+def events_for(decl, mode: str) -> list:
+    if mode == "batch":
+        return [Event("batch", decl.name, ())]
+    args = trigger_args(decl)
+    evs = [Event("insert", decl.name, args)]
+    if decl.kind == "stream":
+        evs.append(Event("delete", decl.name, args))
+    return evs
+
+
+class HOIVMCompiler:
+    def __init__(self, relations, mode: str = "tuple"):
+        if mode not in ("tuple", "batch"):
+            raise ValueError(f"unknown trigger mode {mode!r}")
+        self.relations = {r.name: r for r in relations}
+        self.relation_order = [r.name for r in relations]
+        self.mode = mode
+        self.maps: dict[str, MapDecl] = {}
+        self.root: dict[str, str] = {}
+        self.by_canon: dict[str, str] = {}
+        self.counter: dict[str, int] = {}
+        self.statements: dict[Event, list] = {}
+        self.pending: list[MapDecl] = []     # maps registered but not compiled yet
+        self.by_body: dict = {}               # (canonical body, key set) -> (map, key order)
+
+    def _compile_map(self, m: MapDecl) -> None:
+        body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
+        for rel in self.relation_order:
+            if rel not in relations(body):
+                continue
+            for ev in events_for(self.relations[rel], self.mode):
+                d = delta(body, ev)
+                if is_zero(d):
+                    continue
+                bound = set(ev.args)
+                for mono in simplify_monomials(d, set(m.keys) | bound):
+                    stmt = self._statement(m, ev, mono, bound)
+                    if stmt is not None:
+                        self.statements.setdefault(ev, []).append(stmt)
+
+    # -------------------------------------------------------------- statement
+    def _statement(self, m: MapDecl, ev: Event, mono: Monomial, bound: set):
+        keys = list(m.keys)
+        factors = list(mono.factors)
+        coef = mono.coef
+        # Range restrictions on the target's keys: key := trigger variable moves into the key.
+        changed = True
+        while changed:
+            changed = False
+            for f in factors:
+                s = _key_restriction(f, keys, bound)
+                if s is None:
+                    continue
+                factors = [subst(g, s) for g in factors if g is not f]
+                keys = [s.get(k, k) for k in keys]
+                changed = True
+                break
+        renorm = normalize(factors, frozenset(set(keys) | bound))
+        if renorm is None:
+            return None
+        coef, factors = coef * renorm.coef, list(renorm.factors)
+        # a lift of an already-bound variable is an equality test; say so
+        factors = [Cmp("=", f.var, f.expr.term) if isinstance(f, Lift) and f.var in bound
+                   and isinstance(f.expr, Value) else f for f in factors]
+        rhs_factors = self._decompose(m, factors, keys, bound)
+        if coef != 1:
+            rhs_factors.insert(0, Value(Const(coef, FLOAT if isinstance(coef, float) else INT)))
+        free = tuple(k for k in keys if k not in bound)
+        rhs = AggSum(free, mk_prod(rhs_factors))
+        return Statement(m.name, tuple(keys), "+=", rhs)
+
+    def _decompose(self, m: MapDecl, factors, keys, bound) -> list:
+        for f in factors:
+            if isinstance(f, (AggSum, Lift)) and relations(f):
+                raise UnsupportedError("nested aggregates (subqueries) in the HO-IVM compiler")
+        deltas = [f for f in factors if isinstance(f, DeltaRel)]
+        rels = [f for f in factors if isinstance(f, Rel)]
+        others = [f for f in factors if not isinstance(f, (DeltaRel, Rel))]
+        # variables whose values are known before any map is read
+        known = set(bound)
+        for d in deltas:
+            known |= set(d.vars)
+        grew = True
+        while grew:
+            grew = False
+            for f in others:
+                if isinstance(f, Lift) and f.var not in known and all_vars(f.expr) <= known:
+                    known.add(f.var)
+                    grew = True
+        comps = _components(rels, known)
+        comp_vars = [set().union(*(set(r.vars) for r in c)) - known for c in comps]
+        assigned = [[] for _ in comps]
+        outside = []
+        for f in others:
+            fv = all_vars(f) - known
+            homes = [i for i, cv in enumerate(comp_vars) if fv and fv <= cv]
+            if len(homes) == 1 and not isinstance(f, Lift):
+                assigned[homes[0]].append(f)
+            else:
+                outside.append(f)
+        needed = set(keys)
+        for f in outside:
+            needed |= all_vars(f)
+        refs = []
+        for comp, cv, extra in zip(comps, comp_vars, assigned):
+            refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
+        early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known]
+        rest = [f for f in outside if f not in early_lifts]
+        return deltas + early_lifts + refs + rest
+
+    def _materialize_component(self, m, factors, comp_vars, known, needed, keys) -> MapRef:
+        in_vars = _ordered_vars(factors, lambda v: v in known)
+        out_vars = [k for k in keys if k in comp_vars] + \
+            [v for v in _ordered_vars(factors, lambda v: v in comp_vars and v in needed) if v not in keys]
+        # bound variables become key variables named after the column they fill
+        taken = set().union(*(all_vars(f) for f in factors))
+        renaming = {}
+        for v in in_vars:
+            name = self._column_name(factors, v) or v.name.upper()
+            cand, n = name, 2
+            while any(x.name == cand for x in taken):
+                cand = f"{name}_{n}"
+                n += 1
+            nv = Var(cand, v.type)
+            taken.add(nv)
+            renaming[v] = nv
+        body = mk_prod([subst(f, renaming) for f in factors])
+        map_keys = tuple(renaming[v] for v in in_vars) + tuple(out_vars)
+        definition = AggSum(map_keys, body)
+        args = tuple(in_vars) + tuple(out_vars)
+        name, order = self._register(definition, map_keys, m)
+        return MapRef(name, tuple(args[i] for i in order), self.maps[name].type)
+
+    def _register(self, definition, keys, parent: MapDecl) -> tuple[str, tuple]:
+        """The map holding `definition` (an existing one if equal up to renaming and key
+        order) and, for each of its key positions, the index of the matching entry of keys."""
+        body_text, key_names = canonical_body(definition, keys)
+        hit = self.by_body.get((body_text, frozenset(key_names)))
+        if hit is not None:
+            name, their_keys = hit
+            return name, tuple(key_names.index(k) for k in their_keys)
+        canon = canonical(definition, keys)
+        if canon in self.by_canon:
+            return self.by_canon[canon], tuple(range(len(keys)))
+        root = self.root[parent.name]
+        rels = "".join(r.name for r in _atoms(definition))
+        self.counter[root] = self.counter.get(root, 0) + 1
+        name = f"{root}_m{rels}{self.counter[root]}"
+        decl = MapDecl(name, tuple(keys), expr_type(definition), definition, "aux")
+        self.maps[name] = decl
+        self.root[name] = root
+        self.by_canon[canon] = name
+        self.by_body[(body_text, frozenset(key_names))] = (name, key_names)
+        self.pending.append(decl)
+        return name, tuple(range(len(keys)))
+
+    def _column_name(self, factors, v) -> str | None:
+        """REL_COL of the first relation atom position where v occurs."""
+        for f in factors:
+            if isinstance(f, Rel) and v in f.vars:
+                col = self.relations[f.name].columns[f.vars.index(v)]
+                return f"{f.name}_{col.name}"
+        return None
+
+
+def _key_restriction(f, keys, bound) -> dict | None:
+    match f:
+        case Lift(k, Value(b)) if isinstance(b, Var) and k in keys and k not in bound and b in bound:
+            return {k: b}
+        case Cmp("=", k, b) if isinstance(k, Var) and isinstance(b, Var) and k.type == b.type:
+            if k in keys and k not in bound and b in bound:
+                return {k: b}
+            if b in keys and b not in bound and k in bound:
+                return {b: k}
+    return None
+
+
+def _components(rels, known) -> list:
+    g = nx.Graph()
+    for i, r in enumerate(rels):
+        g.add_node(i)
+        for j in range(i):
+            if (set(r.vars) & set(rels[j].vars)) - known:
+                g.add_edge(i, j)
+    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    return [[rels[i] for i in c] for c in comps]
+
+
+def _ordered_vars(factors, pred) -> list:
+    out = []
+    for f in factors:
+        for v in _vars_in_order(f):
+            if pred(v) and v not in out:
+                out.append(v)
+    return out
+
+
+def _vars_in_order(e) -> list:
+    match e:
+        case Rel(_, vs) | DeltaRel(_, vs) | MapRef(_, vs, _):
+            return list(vs)
+        case Lift(v, q):
+            return [v] + _vars_in_order(q)
+        case Sum(ts) | Prod(ts):
+            out = []
+            for t in ts:
+                out += _vars_in_order(t)
+            return out
+        case AggSum(gs, q):
+            return list(gs) + _vars_in_order(q)
+    return sorted(all_vars(e), key=lambda v: v.name)
+
+
+def _atoms(e) -> list:
+    match e:
+        case Rel():
+            return [e]
+        case Sum(ts) | Prod(ts):
+            out = []
+            for t in ts:
+                out += _atoms(t)
+            return out
+        case AggSum(_, q) | Lift(_, q):
+            return _atoms(q)
+    return []
+
+
+def canonical(definition, keys) -> str:
+    """The definition's text with variables renamed by position (keys first): two maps with
+    equal canonical text hold the same data."""
+    from toaster.calculus.printer import print_expr
+    names = {}
+    for i, k in enumerate(keys):
+        names[k] = Var(f"__k{i}", k.type)
+    n = 0
+    for v in _vars_in_order(definition):
+        if v not in names:
+            names[v] = Var(f"__v{n}", v.type)
+            n += 1
+    renamed = subst(definition, names)
+    types = ",".join(str(k.type) for k in keys)
+    return f"[{types}] {print_expr(renamed)}"
+
+
+def canonical_body(definition, keys) -> tuple[str, tuple]:
+    """The body's text with variables renamed by order of appearance in the body, and the
+    keys' canonical names: equal texts with equal key sets hold the same data up to key order."""
+    from toaster.calculus.printer import print_expr
+    body = definition.expr if isinstance(definition, AggSum) else definition
+    names = {}
+    for v in _vars_in_order(body):
+        if v not in names:
+            names[v] = Var(f"__v{len(names)}:{v.type}", v.type)
+    for k in keys:
+        if k not in names:
+            names[k] = Var(f"__v{len(names)}:{k.type}", k.type)
+    return print_expr(subst(body, names)), tuple(names[k].name for k in keys)
+
+
+def order_statements(stmts) -> list:
+    """Order statements so that every map is read before any statement writes it."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(stmts)))
+    reads = [_maps_read(s.rhs) for s in stmts]
+    for i in range(len(stmts)):
+        for j in range(len(stmts)):
+            if i != j and stmts[j].target in reads[i] and stmts[i].target != stmts[j].target:
+                g.add_edge(i, j)
+    try:
+        order = list(nx.lexicographical_topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        raise UnsupportedError("cyclic map dependencies inside one trigger") from None
+    return [stmts[i] for i in order]
+
+
+def _maps_read(e) -> set:
+    match e:
+        case MapRef(n, _, _):
+            return {n}
+        case Sum(ts) | Prod(ts):
+            out = set()
+            for t in ts:
+                out |= _maps_read(t)
+            return out
+        case AggSum(_, q) | Lift(_, q):
+            return _maps_read(q)
+    return set()
+
+
+def compile_hoivm(calc_program, mode: str = "tuple") -> M3Program:
+    """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
+    c = HOIVMCompiler(calc_program.relations, mode)
+    queue = deque()
+    for m in calc_program.maps:
+        keys = tuple(m.keys)
+        body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
+        monos = simplify_monomials(body, set(keys))
+        definition = AggSum(keys, mk_sum([x.to_expr() for x in monos]))
+        decl = MapDecl(m.name, keys, m.type, definition, "query")
+        c.maps[decl.name] = decl
+        c.root[decl.name] = decl.name
+        c.by_canon.setdefault(canonical(definition, keys), decl.name)
+        queue.append(decl)
+    while queue:
+        c._compile_map(queue.popleft())
+        queue.extend(c.pending)
+        c.pending.clear()
+    triggers = []
+    for rel in c.relation_order:
+        for ev in events_for(c.relations[rel], mode):
+            stmts = c.statements.get(ev)
+            if stmts:
+                triggers.append(Trigger(ev, tuple(order_statements(stmts))))
+    return M3Program(tuple(c.relations[r] for r in c.relation_order), tuple(c.maps.values()),
+                     tuple(triggers), tuple(calc_program.queries), mode)

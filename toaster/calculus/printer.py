@@ -1,0 +1,134 @@
+"""Canonical text for calculus expressions and M3 programs (parsed back by calculus.parser).
+
+Calculus:  R(A, B)   (DELTA R)(A, B)   M1[A, B]   {A * 2}   {A < 3}   (X ^= Q)
+           (Q1 + Q2)   (Q1 * Q2)   AggSum([A, B], Q)
+Terms:     variables by name; 3, -3, 2.5, 'str', DATE('1995-01-01'), true/false;
+           (a + b), (a - b), (a * b), (a / b), -(a); functions #name:type(args)
+"""
+from __future__ import annotations
+
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+                                 Sum, Value, Var)
+from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
+
+
+def print_term(t) -> str:
+    match t:
+        case Var(n, _):
+            return n
+        case Const(v, ty):
+            if ty == DATE:
+                return f"DATE('{int_to_date(v)}')"
+            if ty == STRING:
+                if "'" in v:
+                    raise ValueError(f"string constant with a quote cannot be printed: {v!r}")
+                return f"'{v}'"
+            if ty == BOOL:
+                return "true" if v else "false"
+            if ty == FLOAT:
+                s = repr(float(v))
+                return s if any(ch in s for ch in ".einf") else s + ".0"
+            return str(int(v))
+        case Arith("neg", (a,), _):
+            return f"-({print_term(a)})"
+        case Arith(op, args, _):
+            return "(" + f" {op} ".join(print_term(a) for a in args) + ")"
+        case Func(name, args, ty):
+            return f"#{name}:{ty}(" + ", ".join(print_term(a) for a in args) + ")"
+    raise TypeError(f"not a term: {t!r}")
+
+
+def _vars(vs) -> str:
+    return ", ".join(v.name for v in vs)
+
+
+def print_expr(e) -> str:
+    match e:
+        case Rel(n, vs):
+            return f"{n}({_vars(vs)})"
+        case DeltaRel(n, vs):
+            return f"(DELTA {n})({_vars(vs)})"
+        case MapRef(n, vs, _):
+            return f"{n}[{_vars(vs)}]"
+        case Value(t):
+            s = print_term(t)
+            return "{" + (s[1:-1] if s.startswith("(") and s.endswith(")") and _balanced(s[1:-1]) else s) + "}"
+        case Cmp(op, a, b):
+            return "{" + f"{print_term(a)} {op} {print_term(b)}" + "}"
+        case Lift(v, q):
+            return f"({v.name} ^= {print_expr(q)})"
+        case Sum(ts):
+            return "(" + " + ".join(print_expr(t) for t in ts) + ")"
+        case Prod(fs):
+            return "(" + " * ".join(print_expr(f) for f in fs) + ")"
+        case AggSum(gs, q):
+            return f"AggSum([{_vars(gs)}], {print_expr(q)})"
+    raise TypeError(f"not a calculus expression: {e!r}")
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _typed_vars(vs) -> str:
+    return ", ".join(f"{v.name}:{v.type}" for v in vs)
+
+
+def print_relation(r) -> str:
+    cols = ", ".join(f"{c.name} {c.type}" for c in r.columns)
+    src = ""
+    if r.source is not None:
+        params = ", ".join(f"{k} := '{v}'" for k, v in r.source.params)
+        src = f" FROM FILE '{r.source.path}' LINE DELIMITED {r.source.adaptor}({params})"
+    return f"CREATE {r.kind.upper()} {r.name}({cols}){src};"
+
+
+def print_map_decl(m) -> str:
+    role = "QUERY MAP" if m.role == "query" else "MAP"
+    return f"DECLARE {role} {m.name}[{_typed_vars(m.keys)}]: {m.type} :=\n  {print_expr(m.definition)};"
+
+
+def print_query_result(q) -> str:
+    keys = ", ".join(f"{c.name}:{c.type}" for c in q.key_columns)
+    vals = ", ".join(f"{c.name}:{c.type} FROM {m}" for c, m in zip(q.value_columns, q.value_maps))
+    return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals});"
+
+
+def print_event(ev) -> str:
+    if ev.kind == "batch":
+        return f"ON BATCH {ev.relation}"
+    sign = "+" if ev.kind == "insert" else "-"
+    return f"ON {sign} {ev.relation}({_typed_vars(ev.args)})"
+
+
+def print_statement(s) -> str:
+    return f"{s.target}[{_vars(s.keys)}] {s.op} {print_expr(s.rhs)};"
+
+
+def print_m3(prog) -> str:
+    out = [f"-- M3 program (mode: {prog.mode})"]
+    out += [print_relation(r) for r in prog.relations]
+    out.append("")
+    out += [print_map_decl(m) for m in prog.maps]
+    out.append("")
+    out += [print_query_result(q) for q in prog.queries]
+    for t in prog.triggers:
+        out.append("")
+        out.append(print_event(t.event) + " {")
+        out += ["  " + print_statement(s) for s in t.statements]
+        out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def print_calc_program(prog) -> str:
+    """The `calc` stage dump: declarations, query maps (AGCA), result shapes."""
+    out = [print_relation(r) for r in prog.relations] + [""]
+    out += [print_map_decl(m) for m in prog.maps] + [""]
+    out += [print_query_result(q) for q in prog.queries]
+    return "\n".join(out) + "\n"
