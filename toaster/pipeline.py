@@ -242,8 +242,7 @@ class Compilation:
                 return ImpEngine(self.stage("imp"))
             case "llvm":
                 from toaster.backends.llvm.engine import LLVMEngine
-                self.stage("llvm")
-                return LLVMEngine(self.stage("imp"), llvm_ir=self.ir.get("llvm"))
+                return LLVMEngine(self.stage("llvm"))
             case "spark":
                 from toaster.backends.spark.engine import SparkEngine
                 return SparkEngine(self.stage("spark"), master=self.options.extra.get("master"))
@@ -308,7 +307,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--skip-pass", action="append", default=[], metavar="NAME")
     ap.add_argument("--add-pass", action="append", default=[], metavar="MODULE:NAME[@AFTER]",
                     help="import MODULE (which registers pass NAME) and insert it after pass AFTER")
-    ap.add_argument("--batch-size", type=int, default=1000, help="stream rows per batch for --run")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="stream rows per batch for --run (default: a whole file per batch)")
     ap.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     ap.add_argument("--base-dir", default=None, help="resolve relative FROM FILE / INCLUDE paths here")
     return ap

@@ -1,0 +1,172 @@
+"""CSV sources (DIALECT.md §2.2): round trips, DuckDB's CSV reader as an oracle, error locations."""
+from __future__ import annotations
+
+import datetime
+import os
+
+import pytest
+from hypothesis import given, strategies as st
+
+from toaster.errors import InputError, UnsupportedError
+from toaster.runtime.batch import Batch
+from toaster.runtime.csv_source import interleave, iter_source, load_sources, parse_csv_lines, read_source
+from toaster.schema import Column, RelationDecl, Source
+from toaster.testing import random_stream
+from toaster.types import DATE, FLOAT, INT, STRING, int_to_date
+
+COLS = (Column("ID", INT), Column("PRICE", FLOAT), Column("D", DATE), Column("NAME", STRING))
+
+
+def decl(path="data.csv", kind="stream", cols=COLS, **params):
+    return RelationDecl("R", cols, kind, Source(path, "csv", tuple(params.items())))
+
+
+def text_of(v, t):
+    return int_to_date(v) if t == DATE else repr(v) if t == FLOAT else str(v)
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def rows_of(batches):
+    return [(s, r) for b in batches for s, r in b.rows()]
+
+
+names = st.text(st.characters(blacklist_characters="|\n\r", blacklist_categories=("Cs",)), max_size=6)
+dates = st.dates(datetime.date(1000, 1, 1), datetime.date(9999, 12, 31)).map(
+    lambda d: d.year * 10000 + d.month * 100 + d.day)
+csv_rows = st.tuples(st.integers(-2**63, 2**63 - 1), st.floats(allow_nan=False), dates, names)
+
+
+@given(st.lists(csv_rows, min_size=1, max_size=20), st.sampled_from([None, 1, 3]))
+def test_round_trip(rows, batch_size):
+    d = decl(delimiter="|")
+    lines = ["|".join(text_of(v, c.type) for v, c in zip(r, COLS)) for r in rows]
+    batches = list(parse_csv_lines(d, [l + "\n" for l in lines], batch_size=batch_size))
+    assert rows_of(batches) == [(1, r) for r in rows]
+    if batch_size:
+        assert all(len(b) <= batch_size for b in batches)
+    assert all(b.columns[0].dtype.name == "int64" and b.columns[1].dtype.name == "float64" for b in batches)
+
+
+def test_agrees_with_duckdb_csv_reader(tmp_path):
+    import duckdb
+    stream = random_stream([RelationDecl("R", COLS, "stream")], seed=4, n_batches=10)
+    rows = [r for b in stream for _, r in b.rows()]
+    path = write(tmp_path / "r.csv", [";".join(text_of(v, c.type) for v, c in zip(r, COLS)) for r in rows])
+    mine = [r for _, r in rows_of(read_source(decl(path, delimiter=";")))]
+    con = duckdb.connect()
+    theirs = con.execute(
+        "SELECT * FROM read_csv(?, delim=';', header=false, quote='', escape='',"
+        " columns={'ID':'BIGINT','PRICE':'DOUBLE','D':'DATE','NAME':'VARCHAR'})", [path]).fetchall()
+    theirs = [(i, p, d.year * 10000 + d.month * 100 + d.day, n) for i, p, d, n in theirs]
+    assert mine == theirs
+
+
+def test_deletions_and_fields_alias(tmp_path):
+    rel = RelationDecl("R", (Column("A", INT), Column("B", INT)), "stream")
+    stream = random_stream([rel], seed=8, deletes=True, n_batches=12)
+    events = rows_of(stream)
+    lines = [f"{i // 2}|{1 if s > 0 else 0}|{a}|{b}" for i, (s, (a, b)) in enumerate(events)]
+    path = write(tmp_path / "r.csv", lines)
+    d = RelationDecl("R", rel.columns, "stream", Source(path, "csv", (("fields", "|"), ("deletions", "true"))))
+    assert rows_of(read_source(d)) == events
+    assert [len(b) for b in read_source(d, batch_size=5)] == [5] * (len(events) // 5) + \
+        ([len(events) % 5] if len(events) % 5 else [])
+
+
+def test_default_delimiter_no_trimming_crlf_trailing_delimiter(tmp_path):
+    cols = (Column("A", INT), Column("S", STRING))
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"1, padded \r\n\n2,x,\n")
+    assert rows_of(read_source(decl(str(path), cols=cols))) == [(1, (1, " padded ")), (1, (2, "x"))]
+
+
+def test_relative_paths_resolve_against_cwd_or_base_dir(tmp_path, monkeypatch):
+    cols = (Column("A", INT),)
+    (tmp_path / "data").mkdir()
+    write(tmp_path / "data" / "a.csv", ["7"])
+    d = decl("data/a.csv", cols=cols)
+    assert rows_of(read_source(d, base_dir=str(tmp_path))) == [(1, (7,))]
+    monkeypatch.chdir(tmp_path)
+    assert rows_of(read_source(d)) == [(1, (7,))]
+    with pytest.raises(InputError):
+        read_source(decl("data/missing.csv", cols=cols))
+
+
+@pytest.mark.parametrize("line, column, col_name, words", [
+    ("5|2.5|1995-01-01|x|extra", 20, None, "too many fields"),
+    ("5|2.5|1995-01-01", 17, "NAME", "too few fields"),
+    ("5x|2.5|1995-01-01|x", 1, "ID", "not an int"),
+    ("5|2.5.1|1995-01-01|x", 3, "PRICE", "not a float"),
+    ("5|2.5|1995-13-01|x", 7, "D", "not a date"),
+    ("5|2.5|19950101|x", 7, "D", "not a date"),
+])
+def test_malformed_line_is_located(tmp_path, line, column, col_name, words):
+    path = write(tmp_path / "r.csv", ["1|1.0|1994-01-01|ok", line])
+    with pytest.raises(InputError) as info:
+        read_source(decl(path, delimiter="|"))
+    e = info.value
+    assert (e.file, e.line, e.column) == (path, 2, column)
+    assert words in e.message and (col_name is None or col_name in e.message)
+    assert f"{path}:2:{column}" in str(e)
+
+
+def test_bad_op_and_batch_rejected_whole(tmp_path):
+    cols = (Column("A", INT), Column("B", INT))
+    path = write(tmp_path / "r.csv", ["1|1|1|2", "2|1|3|4", "3|1|5|6", "4|2|7|8"])
+    d = decl(path, cols=cols, delimiter="|", deletions="true")
+    it = iter_source(d, batch_size=2)
+    first = next(it)                       # lines 1-2 are fine
+    assert rows_of([first]) == [(1, (1, 2)), (1, (3, 4))]
+    with pytest.raises(InputError) as info:  # lines 3-4: the whole batch is rejected
+        next(it)
+    assert (info.value.line, info.value.column) == (4, 3) and "operation" in info.value.message
+    with pytest.raises(InputError):
+        read_source(d)                     # default: one batch, nothing is produced
+
+
+def test_orderbook_is_a_later_issue():
+    d = RelationDecl("B", COLS, "stream", Source("x.csv", "orderbook", (("book", "bids"),)))
+    with pytest.raises(UnsupportedError, match="orderbook"):
+        read_source(d)
+
+
+def _batch(tag, n=1):
+    return Batch.from_rows(tag, (INT,), [(i,) for i in range(n)])
+
+
+def test_interleave_orders():
+    s1 = [_batch("A", i + 1) for i in range(5)]
+    s2 = [_batch("B", i + 1) for i in range(4)]
+    assert list(interleave([s1, s2])) == s1 + s2
+    orders = set()
+    for seed in range(6):
+        out = list(interleave([s1, s2], seed=seed))
+        assert out == list(interleave([s1, s2], seed=seed))          # deterministic
+        assert [b for b in out if b.relation == "A"] == s1            # each stream keeps its order
+        assert [b for b in out if b.relation == "B"] == s2
+        orders.add(tuple(b.relation for b in out))
+    assert len(orders) > 1
+
+
+def test_load_sources_tables_first(tmp_path):
+    cols = (Column("A", INT),)
+    s = RelationDecl("S", cols, "stream", Source(write(tmp_path / "s.csv", ["1", "2", "3"]), "csv"))
+    t = RelationDecl("T", cols, "table", Source(write(tmp_path / "t.csv", ["9", "8"]), "csv"))
+    free = RelationDecl("F", cols, "stream")
+    tables, streams = load_sources([s, free, t], batch_size=2)
+    assert [(b.relation, len(b)) for b in tables] == [("T", 2)]
+    assert [(b.relation, len(b)) for b in streams] == [("S", 2), ("S", 1)]
+
+
+def test_load_sources_same_file_in_file_order(tmp_path):
+    cols = (Column("A", INT),)
+    path = write(tmp_path / "x.csv", ["1", "2", "3"])
+    a = RelationDecl("A", cols, "stream", Source(path, "csv"))
+    b = RelationDecl("B", cols, "stream", Source(path, "csv"))
+    _, streams = load_sources([a, b], batch_size=2)
+    assert [(x.relation, [r for _, r in x.rows()]) for x in streams] == \
+        [("A", [(1,), (2,)]), ("B", [(1,), (2,)]), ("A", [(3,)]), ("B", [(3,)])]

@@ -1,0 +1,437 @@
+"""Lowering imp -> LLVM IR (pass `imp_to_llvm`): one function per ImpTrigger, one native batch
+entry point per relation, native hash maps from hashmap.py.
+
+Value representation in native code:  INT, DATE -> i64;  FLOAT -> double;  BOOL -> i1;
+STRING -> i64 dictionary id (ids of string literals are assigned here, in order of first
+appearance; the engine extends the same dictionary with the strings of its input).
+Map key components are all stored as i64 (FLOAT bit-cast after turning -0.0 into 0.0, BOOL 0/1).
+
+Entry points (external symbols):
+  process_<REL>(i64 n, i8* signs, <one pointer per column>)   columns: i64[] for INT/DATE/STRING,
+      double[] for FLOAT, i8[] for BOOL. Runs the insert/delete trigger per row, or fills
+      DELTA_<REL>, runs the batch trigger and clears DELTA_<REL> again.
+  toaster.init() / toaster.destroy()   allocate / free every map
+  <map>.count() / <map>.keys() / <map>.vals()   read-back accessors (see hashmap.py)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from toaster.errors import UnsupportedError
+from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
+                                   ForEach, MapAdd, MapClear, ImpProgram, delta_map_name)
+from toaster.passes import pass_
+from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, date_to_int
+from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
+
+ARITH = ("+", "-", "*", "/")
+COMPARE = ("=", "!=", "<", "<=", ">", ">=")
+INT_LIKE = (INT, DATE)
+
+
+@dataclass(frozen=True)
+class LLVMModule:
+    """The `llvm` stage: LLVM IR text plus what the engine needs to drive it."""
+    program: ImpProgram
+    ir_text: str
+    strings: tuple                                       # string literals, by dictionary id
+    entry_points: dict = field(hash=False, compare=False)  # relation -> process_<REL>
+
+    def __str__(self) -> str:
+        return self.ir_text
+
+
+def repr_type(t: Type):
+    if t == FLOAT:
+        return F64
+    if t == BOOL:
+        return I1
+    return I64
+
+
+def convert(b: ir.IRBuilder, v, src: Type, dst: Type):
+    """Numeric conversion between runtime representations (Cast semantics)."""
+    if src == dst or (src in INT_LIKE and dst in INT_LIKE):
+        return v
+    if dst == FLOAT:
+        if src in INT_LIKE:
+            return b.sitofp(v, F64)
+        if src == BOOL:
+            return b.uitofp(v, F64)
+    if dst in INT_LIKE:
+        if src == FLOAT:
+            return b.fptosi(v, I64)   # truncation toward zero, like Python's int()
+        if src == BOOL:
+            return b.zext(v, I64)
+    if dst == BOOL:
+        if src in INT_LIKE:
+            return b.icmp_signed("!=", v, i64(0))
+        if src == FLOAT:
+            return b.fcmp_unordered("!=", v, ir.Constant(F64, 0.0))
+    raise UnsupportedError(f"conversion from {src} to {dst} in the LLVM backend")
+
+
+def encode_key(b, v, t: Type):
+    if t == FLOAT:
+        zero = ir.Constant(F64, 0.0)
+        v = b.select(b.fcmp_ordered("==", v, zero), zero, v)   # one key for 0.0 and -0.0
+        return b.bitcast(v, I64)
+    if t == BOOL:
+        return b.zext(v, I64)
+    return v
+
+
+def decode_key(b, k, t: Type):
+    if t == FLOAT:
+        return b.bitcast(k, F64)
+    if t == BOOL:
+        return b.trunc(k, I1)
+    return k
+
+
+class _TriggerGen:
+    """Emits one function body; keeps the lexical scopes of locals (allocas)."""
+
+    def __init__(self, gen: "_ModuleGen", fn: ir.Function, params):
+        self.g = gen
+        self.fn = fn
+        # allocas go to a block of their own (llvmlite builders insert by index, so allocas
+        # added at the start of the block being built would shift the builder)
+        self.entry = fn.append_basic_block("locals")
+        self.alloca_b = ir.IRBuilder(self.entry)
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.scopes = [{}]
+        for p, a in zip(params, fn.args):
+            self.bind(p, a)
+
+    # ------------------------------------------------------------ locals
+    def new_local(self, var: LocalRef):
+        slot = self.alloca_b.alloca(repr_type(var.type), name=var.name)
+        self.scopes[-1][var.name] = (slot, var.type)
+        return slot
+
+    def bind(self, var: LocalRef, value, src: Type | None = None):
+        slot = self.new_local(var)
+        self.b.store(convert(self.b, value, src or var.type, var.type), slot)
+
+    def finish(self):
+        self.b.ret_void()
+        self.alloca_b.branch(self.fn.blocks[1])
+
+    def lookup(self, name):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        raise ValueError(f"imp: local {name!r} used before its Declare")
+
+    def block(self, stmts):
+        self.scopes.append({})
+        for s in stmts:
+            self.stmt(s)
+        self.scopes.pop()
+
+    # ------------------------------------------------------------ expressions
+    def typed(self, e, dst: Type):
+        return convert(self.b, self.expr(e), e.type, dst)
+
+    def expr(self, e):
+        b = self.b
+        match e:
+            case LocalRef(name, t):
+                slot, vt = self.lookup(name)
+                return convert(b, b.load(slot, typ=repr_type(vt)), vt, t)
+            case Lit(v, t):
+                return self.g.literal(v, t)
+            case BinOp(op, l, r, t) if op in ARITH:
+                if op == "/":
+                    # '/' is FLOAT; x/0 follows IEEE (inf or nan)
+                    return convert(b, b.fdiv(self.typed(l, FLOAT), self.typed(r, FLOAT)), FLOAT, t)
+                wt = FLOAT if FLOAT in (t, l.type, r.type) else INT
+                x, y = self.typed(l, wt), self.typed(r, wt)
+                if wt == FLOAT:
+                    v = {"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](x, y)
+                else:
+                    v = {"+": b.add, "-": b.sub, "*": b.mul}[op](x, y)
+                return convert(b, v, wt, t)
+            case BinOp(op, l, r, t) if op in COMPARE:
+                return convert(b, self.compare(op, l, r), BOOL, t)
+            case BinOp(op, l, r, t) if op in ("and", "or"):
+                x, y = self.typed(l, BOOL), self.typed(r, BOOL)
+                return convert(b, b.and_(x, y) if op == "and" else b.or_(x, y), BOOL, t)
+            case BinOp(op=op):
+                raise UnsupportedError(f"operator {op!r} in the LLVM backend")
+            case Not(a, t):
+                return convert(b, b.not_(self.typed(a, BOOL)), BOOL, t)
+            case Cast(t, a):
+                return self.typed(a, t)
+            case Call(name, _args, _t):
+                raise UnsupportedError(f"function {name}() in the LLVM backend")
+            case MapGet(name, keys, t):
+                m = self.g.map(name)
+                return convert(b, m.get(b, self.keys(m, keys)), m.spec.value_type, t)
+        raise ValueError(f"imp: not an expression: {e!r}")
+
+    def compare(self, op, l, r):
+        b = self.b
+        lt, rt = l.type, r.type
+        if STRING in (lt, rt):
+            if op not in ("=", "!="):
+                raise UnsupportedError(f"comparison {op!r} on strings in the LLVM backend "
+                                       "(strings are dictionary-encoded; only = and != are supported)")
+            return b.icmp_unsigned(op.replace("=", "==") if op == "=" else op, self.expr(l), self.expr(r))
+        if FLOAT in (lt, rt):
+            x, y = self.typed(l, FLOAT), self.typed(r, FLOAT)
+            if op == "!=":
+                return b.fcmp_unordered("!=", x, y)     # NaN != NaN, as in Python
+            return b.fcmp_ordered("==" if op == "=" else op, x, y)
+        if lt == BOOL and rt == BOOL:
+            return b.icmp_unsigned("==" if op == "=" else op, self.expr(l), self.expr(r))
+        x, y = self.typed(l, INT), self.typed(r, INT)
+        return b.icmp_signed("==" if op == "=" else op, x, y)
+
+    def keys(self, m: NativeMap, key_exprs):
+        if len(key_exprs) != m.K:
+            raise ValueError(f"imp: map {m.name} has {m.K} keys, used with {len(key_exprs)}")
+        return [encode_key(self.b, self.typed(k, t), t) for k, t in zip(key_exprs, m.spec.key_types)]
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, s):
+        b = self.b
+        match s:
+            case Declare(var, init):
+                self.bind(var, self.expr(init), init.type)
+            case Assign(var, value):
+                slot, vt = self.lookup(var.name)
+                b.store(self.typed(value, vt), slot)
+            case If(cond, then, orelse):
+                c = self.typed(cond, BOOL)
+                if orelse:
+                    with b.if_else(c) as (on_then, on_else):
+                        with on_then:
+                            self.block(then)
+                        with on_else:
+                            self.block(orelse)
+                else:
+                    with b.if_then(c):
+                        self.block(then)
+            case MapAdd(name, keys, value):
+                m = self.g.map(name)
+                m.add(b, self.keys(m, keys), self.typed(value, m.spec.value_type))
+            case MapClear(name):
+                self.g.map(name).clear(b)
+            case ForEach():
+                self.for_each(s)
+            case _:
+                raise ValueError(f"imp: not a statement: {s!r}")
+
+    def for_each(self, s: ForEach):
+        m = self.g.map(s.map)
+        if len(s.pattern) != m.K or len(s.key_vars) != m.K:
+            raise ValueError(f"imp: ForEach over {m.name} with a pattern of the wrong length")
+        b = self.b
+        types = m.spec.key_types
+        bound = [j for j, p in enumerate(s.pattern) if p is not None]
+        bvals = {j: encode_key(b, self.typed(s.pattern[j], types[j]), types[j]) for j in bound}
+
+        def visit(keys_ptr, e, value):
+            """Body for one entry (value already known nonzero)."""
+            self.scopes.append({})
+            self.bind(s.value_var, value, m.spec.value_type)
+            for j, kv in enumerate(s.key_vars):
+                if s.pattern[j] is None and kv is not None:
+                    self.bind(kv, decode_key(self.b, m.key_at(self.b, keys_ptr, e, j), types[j]), types[j])
+            self.block(s.body)
+            self.scopes.pop()
+
+        if len(bound) == m.K:
+            # point lookup (also the no-key scalar map)
+            v = m.get(b, [bvals[j] for j in range(m.K)])
+            with b.if_then(m.is_nonzero(b, v)):
+                visit(None, None, v)
+            return
+        idx = m.index_for(bound) if bound else None
+        if idx is not None:
+            self.chain_loop(m, idx, [bvals[j] for j in m.index_sets[idx]], visit)
+        else:
+            # full scan; bound positions without an index are filtered here
+            self.scan_loop(m, bvals, visit)
+
+    def _counter(self, name, init):
+        slot = self.new_local(LocalRef(name, INT))
+        self.b.store(init, slot)
+        return slot
+
+    def scan_loop(self, m: NativeMap, bvals, visit):
+        b = self.b
+        count = b.load(m.g_count, typ=I64)
+        keys_ptr = b.load(m.g_keys, typ=PTR)
+        ctr = self._counter("scan.e", i64(0))
+        head = self.fn.append_basic_block("scan.head")
+        body = self.fn.append_basic_block("scan.body")
+        done = self.fn.append_basic_block("scan.done")
+        b.branch(head)
+        b.position_at_end(head)
+        e = b.load(ctr, typ=I64)
+        b.cbranch(b.icmp_signed("<", e, count), body, done)
+        b.position_at_end(body)
+        v = m.val_at(b, e)
+        ok = m.is_nonzero(b, v)
+        for j, k in bvals.items():
+            ok = b.and_(ok, b.icmp_unsigned("==", m.key_at(b, keys_ptr, e, j), k))
+        with b.if_then(ok):
+            visit(keys_ptr, e, v)
+        b.store(b.add(e, i64(1)), ctr)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def chain_loop(self, m: NativeMap, idx, pk, visit):
+        b = self.b
+        keys_ptr = b.load(m.g_keys, typ=PTR)
+        h = b.call(m.ix_find[idx], pk)
+        slots = b.load(m.g_ix_slots[idx], typ=PTR)
+        nxt = b.load(m.g_ix_next[idx], typ=PTR)
+        cur = self._counter("chain.s", b.load(b.gep(slots, [h], inbounds=True, source_etype=I64), typ=I64))
+        head = self.fn.append_basic_block("chain.head")
+        body = self.fn.append_basic_block("chain.body")
+        done = self.fn.append_basic_block("chain.done")
+        b.branch(head)
+        b.position_at_end(head)
+        s = b.load(cur, typ=I64)
+        b.cbranch(b.icmp_unsigned("!=", s, i64(0)), body, done)
+        b.position_at_end(body)
+        e = b.sub(s, i64(1))
+        v = m.val_at(b, e)
+        with b.if_then(m.is_nonzero(b, v)):
+            visit(keys_ptr, e, v)
+        b.store(b.load(b.gep(nxt, [e], inbounds=True, source_etype=I64), typ=I64), cur)
+        b.branch(head)
+        b.position_at_end(done)
+
+
+class _ModuleGen:
+    def __init__(self, prog: ImpProgram):
+        self.prog = prog
+        self.module = ir.Module(name="toaster")
+        self.rt = Runtime(self.module)
+        self.strings: dict[str, int] = {}
+        self.maps = {spec.name: NativeMap(self.module, self.rt, spec) for spec in prog.maps}
+        self.trigger_fns = []
+        for t in prog.triggers:
+            fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),
+                             f"trigger.{t.name}")
+            fn.linkage = "internal"
+            tg = _TriggerGen(self, fn, t.params)
+            tg.block(t.body)
+            tg.finish()
+            self.trigger_fns.append((t, fn))
+        self.entry_points = {r.name: self.process(r) for r in prog.relations}
+        self.lifecycle()
+
+    def map(self, name) -> NativeMap:
+        try:
+            return self.maps[name]
+        except KeyError:
+            raise ValueError(f"imp: unknown map {name!r}") from None
+
+    def literal(self, v, t: Type):
+        if t == STRING:
+            return i64(self.strings.setdefault(v, len(self.strings)))
+        if t == FLOAT:
+            return ir.Constant(F64, float(v))
+        if t == BOOL:
+            return ir.Constant(I1, int(bool(v)))
+        if t == DATE and isinstance(v, str):
+            v = date_to_int(v)
+        return i64(int(v))
+
+    def process(self, rel):
+        """process_<REL>(n, signs, columns...): the one native call per input batch."""
+        types = rel.types
+        col_ty = {FLOAT: F64, BOOL: I8}
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(types)), f"process_{rel.name}")
+        n, signs, cols = fn.args[0], fn.args[1], fn.args[2:]
+        per_row = [(t, f) for t, f in self.trigger_fns
+                   if t.event.relation == rel.name and t.event.kind in ("insert", "delete")]
+        batch = [(t, f) for t, f in self.trigger_fns if t.event.relation == rel.name and t.event.kind == "batch"]
+        delta = self.maps.get(delta_map_name(rel.name)) if batch else None
+        entry = fn.append_basic_block("entry")
+        b = ir.IRBuilder(entry)
+        ctr = b.alloca(I64, name="i")
+
+        def row_loop(body):
+            b.store(i64(0), ctr)
+            head = fn.append_basic_block("rows.head")
+            loop = fn.append_basic_block("rows.body")
+            done = fn.append_basic_block("rows.done")
+            b.branch(head)
+            b.position_at_end(head)
+            i = b.load(ctr, typ=I64)
+            b.cbranch(b.icmp_signed("<", i, n), loop, done)
+            b.position_at_end(loop)
+            sign = b.load(b.gep(signs, [i], inbounds=True, source_etype=I8), typ=I8)
+            fields = []
+            for c, t in zip(cols, types):
+                ety = col_ty.get(t, I64)
+                v = b.load(b.gep(c, [i], inbounds=True, source_etype=ety), typ=ety)
+                fields.append(b.icmp_unsigned("!=", v, ir.Constant(I8, 0)) if t == BOOL else v)
+            body(sign, fields)
+            b.store(b.add(i, i64(1)), ctr)
+            b.branch(head)
+            b.position_at_end(done)
+
+        def call(trig, f, fields):
+            b.call(f, [convert(b, v, t, p.type) for v, t, p in zip(fields, types, trig.params)])
+
+        if per_row:
+            def dispatch(sign, fields):
+                ins = [(t, f) for t, f in per_row if t.event.kind == "insert"]
+                dele = [(t, f) for t, f in per_row if t.event.kind == "delete"]
+                with b.if_else(b.icmp_signed(">", sign, ir.Constant(I8, 0))) as (on_ins, on_del):
+                    with on_ins:
+                        for t, f in ins:
+                            call(t, f, fields)
+                    with on_del:
+                        for t, f in dele:
+                            call(t, f, fields)
+            row_loop(dispatch)
+        if batch:
+            if delta is not None:
+                if delta.K != len(types):
+                    raise ValueError(f"imp: {delta.name} must have one key per column of {rel.name}")
+                delta.clear(b)
+                vt = delta.spec.value_type
+
+                def fill(sign, fields):
+                    keys = [encode_key(b, convert(b, v, t, kt), kt)
+                            for v, t, kt in zip(fields, types, delta.spec.key_types)]
+                    mult = b.sitofp(sign, F64) if vt == FLOAT else b.sext(sign, I64)
+                    delta.add(b, keys, mult)
+                row_loop(fill)
+            for _t, f in batch:
+                b.call(f, [])
+            if delta is not None:
+                delta.clear(b)
+        b.ret_void()
+        return fn.name
+
+    def lifecycle(self):
+        for name, method in (("toaster.init", "init"), ("toaster.destroy", "destroy")):
+            fn = ir.Function(self.module, ir.FunctionType(VOID, []), name)
+            b = ir.IRBuilder(fn.append_basic_block())
+            for m in self.maps.values():
+                b.call(self.module.get_global(f"{m.name}.{method}"), [])
+            b.ret_void()
+
+
+def generate_llvm(prog: ImpProgram) -> LLVMModule:
+    gen = _ModuleGen(prog)
+    strings = tuple(sorted(gen.strings, key=gen.strings.get))
+    return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points))
+
+
+@pass_("imp_to_llvm", "imp", "llvm")
+def imp_to_llvm(prog: ImpProgram, options=None) -> LLVMModule:
+    """Generate LLVM IR (native hash maps, one function per trigger, per-relation batch entry points)."""
+    return generate_llvm(prog)

@@ -1,0 +1,168 @@
+"""LLVMEngine: JIT-compiles an ImpProgram (via imp_to_llvm) and runs it natively.
+
+One native call per input batch: apply() turns the Batch into contiguous numpy columns
+(strings -> dictionary ids) and calls process_<REL>. read_map() reads the native hash
+table memory back through the exported accessors.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import llvmlite.binding as llvm
+
+from toaster.engine import Engine
+from toaster.errors import InputError
+from toaster.imperative.ir import ImpProgram
+from toaster.runtime.batch import Batch
+from toaster.types import INT, FLOAT, DATE, STRING, BOOL
+from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
+from toaster.backends.llvm.hashmap import Runtime
+
+_initialized = False
+
+
+def _init_llvm():
+    global _initialized
+    if _initialized:
+        return
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    libc = ctypes.CDLL(None)
+    # the generated code calls these libc functions; bind them explicitly
+    for name in Runtime.NAMES:
+        llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+    _initialized = True
+
+
+def compile_module(ir_text: str, opt_level: int = 2):
+    """Parse, verify, optimize and JIT an LLVM IR text. Returns (execution engine, module, target machine)."""
+    _init_llvm()
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    # an unresolved symbol would abort the process inside the JIT: refuse it here
+    for f in mod.functions:
+        if f.is_declaration and f.name not in Runtime.NAMES and not f.name.startswith("llvm."):
+            raise RuntimeError(f"generated LLVM IR calls an unknown external function {f.name!r}")
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    tm = target.create_target_machine(opt=opt_level)
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    if opt_level > 0:
+        pto = llvm.PipelineTuningOptions(speed_level=opt_level)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        mod.verify()
+    ee = llvm.create_mcjit_compiler(mod, tm)
+    ee.finalize_object()
+    return ee, mod, tm
+
+
+class LLVMEngine(Engine):
+    backend = "llvm"
+
+    def __init__(self, program, opt_level: int = 2):
+        module = program if isinstance(program, LLVMModule) else generate_llvm(program)
+        prog: ImpProgram = module.program
+        super().__init__(prog.relations, prog.queries)
+        self.program = prog
+        self.llvm_module = module
+        # the execution engine must outlive every function pointer taken from it
+        self._ee, self._mod, self._tm = compile_module(module.ir_text, opt_level)
+        self.optimized_ir = str(self._mod)
+        addr = self._ee.get_function_address
+        self._process = {}
+        for rel, fname in module.entry_points.items():
+            ncols = len(self.relations[rel].columns)
+            proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, *([ctypes.c_void_p] * ncols))
+            self._process[rel] = proto(addr(fname))
+        self._accessors = {}
+        for spec in prog.maps:
+            self._accessors[spec.name] = (
+                ctypes.CFUNCTYPE(ctypes.c_int64)(addr(f"{spec.name}.count")),
+                ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.keys")),
+                ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.vals")),
+            )
+        self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
+        self._strings = list(module.strings)
+        self._string_ids = {s: i for i, s in enumerate(self._strings)}
+        ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
+        self._open = True
+
+    # ---------------------------------------------------------------- strings
+    def _string_id(self, s: str) -> int:
+        i = self._string_ids.get(s)
+        if i is None:
+            i = self._string_ids[s] = len(self._strings)
+            self._strings.append(s)
+        return i
+
+    def _encode_strings(self, col) -> np.ndarray:
+        # one dictionary lookup per distinct value, not per row
+        uniq, inverse = np.unique(np.asarray(col, dtype=object), return_inverse=True)
+        ids = np.fromiter((self._string_id(s) for s in uniq.tolist()), dtype=np.int64, count=len(uniq))
+        return np.ascontiguousarray(ids[inverse.reshape(-1)])
+
+    # ---------------------------------------------------------------- input
+    def _apply(self, batch: Batch) -> None:
+        if not self._open:
+            raise InputError("engine is closed")
+        decl = self._decl(batch.relation)
+        arrays = []
+        for col, c in zip(batch.columns, decl.columns):
+            if c.type == STRING:
+                arrays.append(self._encode_strings(col))
+            elif c.type == FLOAT:
+                arrays.append(np.ascontiguousarray(col, dtype=np.float64))
+            elif c.type == BOOL:
+                arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
+            else:
+                arrays.append(np.ascontiguousarray(col, dtype=np.int64))
+        signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
+        self._process[decl.name](len(signs), signs.ctypes.data, *(a.ctypes.data for a in arrays))
+
+    # ---------------------------------------------------------------- output
+    def read_map(self, name: str) -> dict:
+        if not self._open:
+            raise InputError("engine is closed")
+        spec = self.program.map(name)
+        count_fn, keys_fn, vals_fn = self._accessors[name]
+        n = count_fn()
+        if n == 0:
+            return {}
+        vdtype = np.float64 if spec.value_type == FLOAT else np.int64
+        vals = np.frombuffer((ctypes.c_char * (8 * n)).from_address(vals_fn()), dtype=vdtype).copy()
+        K = len(spec.key_types)
+        if K == 0:
+            return {(): _value(vals[0], spec.value_type)} if vals[0] != 0 else {}
+        raw = np.frombuffer((ctypes.c_char * (8 * n * K)).from_address(keys_fn()), dtype=np.int64)
+        raw = raw.copy().reshape(n, K)
+        columns = [self._decode_column(raw[:, j], t) for j, t in enumerate(spec.key_types)]
+        keep = np.nonzero(vals != 0)[0].tolist()
+        vlist = vals.tolist()
+        return {tuple(c[i] for c in columns): vlist[i] for i in keep}
+
+    def _decode_column(self, col: np.ndarray, t) -> list:
+        if t == FLOAT:
+            return col.view(np.float64).tolist()
+        if t == STRING:
+            strings = self._strings
+            return [strings[i] for i in col.tolist()]
+        if t == BOOL:
+            return [bool(v) for v in col.tolist()]
+        return col.tolist()
+
+    def close(self) -> None:
+        if getattr(self, "_open", False):
+            self._open = False
+            self._destroy()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _value(v, t):
+    return float(v) if t == FLOAT else int(v)

@@ -1,0 +1,407 @@
+"""Native hash maps, generated as LLVM IR with llvmlite's IRBuilder (one family of functions per MapSpec).
+
+Layout of a map with K > 0 key components (all state lives in module globals `<map>.g.<field>`):
+
+  entries   dense arrays indexed by entry number e in [0, count):
+              keys[e*K + j]  key component j, as i64 (see `encode_key` in codegen)
+              vals[e]        i64 or double value
+  slots     open-addressing table (linear probing, power-of-two `cap`, load factor <= 1/2)
+              slots[h] = e + 1 of the entry hashed there, 0 when empty
+  indexes   one non-unique secondary index per bound-position set P (MapSpec.indexes):
+              ix<i>.slots[h] = e + 1 of the head of the chain of entries sharing the partial key
+                               (the key components at P), 0 when empty; same capacity as `slots`
+              ix<i>.next[e]  = e' + 1 of the next entry of e's chain, 0 at the end
+
+Entry capacity is cap/2, so all tables grow together: `grow` doubles cap, reallocates the entry
+arrays and rebuilds `slots` and every index from the dense entries (a rehash).
+
+Entries are never removed: an entry whose value becomes 0 stays in the table, and readers
+(ForEach loops, Python's read-back) skip zero values. MapClear (temp and delta maps) resets
+count and zeroes the slot tables.
+
+A map with no key (K == 0) is a single global scalar `<map>.scalar`.
+
+Exported accessors per map (Python reads the tables back through them):
+  <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy()
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from toaster.types import FLOAT
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+INITIAL_CAPACITY = 16      # slots; entry capacity is half of it
+HASH_SEED = 0x243F6A8885A308D3
+HASH_MULT = 0x9E3779B97F4A7C15
+
+
+def i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class Runtime:
+    """libc functions the generated code calls (their addresses are registered by the engine)."""
+
+    NAMES = ("calloc", "realloc", "free", "memset")
+
+    def __init__(self, module: ir.Module):
+        self.calloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "calloc")
+        self.realloc = ir.Function(module, ir.FunctionType(PTR, [PTR, I64]), "realloc")
+        self.free = ir.Function(module, ir.FunctionType(VOID, [PTR]), "free")
+        self.memset = ir.Function(module, ir.FunctionType(PTR, [PTR, I32, I64]), "memset")
+
+
+def hash_keys(b: ir.IRBuilder, keys) -> ir.Value:
+    h = i64(HASH_SEED)
+    for k in keys:
+        h = b.mul(b.xor(h, k), i64(HASH_MULT))
+        h = b.xor(h, b.lshr(h, i64(32)))
+    return h
+
+
+def _global(module, name, ty, init):
+    g = ir.GlobalVariable(module, ty, name)
+    g.linkage = "internal"
+    g.initializer = ir.Constant(ty, init)
+    return g
+
+
+def _func(module, name, ret, args, internal=True):
+    f = ir.Function(module, ir.FunctionType(ret, args), name)
+    if internal:
+        f.linkage = "internal"
+    return f
+
+
+class NativeMap:
+    """Globals and functions of one map; codegen calls `get`, `add`, `clear` and the
+    iteration helpers to emit uses inline into trigger code."""
+
+    def __init__(self, module: ir.Module, runtime: Runtime, spec):
+        self.spec = spec
+        self.name = spec.name
+        self.K = len(spec.key_types)
+        self.vty = F64 if spec.value_type == FLOAT else I64
+        self.vsize = 8
+        self.rt = runtime
+        self.module = module
+        # deduplicated, sorted position sets; the empty and the full set need no index
+        sets = []
+        for P in spec.indexes:
+            P = tuple(sorted(set(P)))
+            if 0 < len(P) < self.K and P not in sets:
+                sets.append(P)
+        self.index_sets = tuple(sets)
+        n = self.name
+        if self.K == 0:
+            self.scalar = _global(module, f"{n}.g.scalar", self.vty, 0)
+        else:
+            self.g_cap = _global(module, f"{n}.g.cap", I64, 0)
+            self.g_count = _global(module, f"{n}.g.count", I64, 0)
+            self.g_slots = _global(module, f"{n}.g.slots", PTR, None)
+            self.g_keys = _global(module, f"{n}.g.keys", PTR, None)
+            self.g_vals = _global(module, f"{n}.g.vals", PTR, None)
+            self.g_ix_slots = [_global(module, f"{n}.g.ix{i}.slots", PTR, None) for i in range(len(sets))]
+            self.g_ix_next = [_global(module, f"{n}.g.ix{i}.next", PTR, None) for i in range(len(sets))]
+            self._build_find()
+            self._build_ix_find()
+            self._build_grow()
+            self._build_add()
+            self._build_get()
+            self._build_clear()
+        self._build_accessors()
+
+    def zero(self):
+        return ir.Constant(self.vty, 0.0 if self.vty == F64 else 0)
+
+    def is_nonzero(self, b, v):
+        if self.vty == F64:
+            return b.fcmp_unordered("!=", v, self.zero())
+        return b.icmp_signed("!=", v, self.zero())
+
+    def vadd(self, b, x, y):
+        return b.fadd(x, y) if self.vty == F64 else b.add(x, y)
+
+    # ------------------------------------------------------------ helpers
+    def _key_at(self, b, keys_ptr, e, j):
+        idx = b.add(b.mul(e, i64(self.K)), i64(j))
+        return b.load(b.gep(keys_ptr, [idx], inbounds=True, source_etype=I64), typ=I64)
+
+    @staticmethod
+    def _elem_ptr(b, base, idx, ty=I64):
+        return b.gep(base, [idx], inbounds=True, source_etype=ty)
+
+    def _probe(self, f, slots, mask, h0, keys_ptr, probe_keys, positions, on_empty, on_match):
+        """Emit a linear-probing loop in f. on_empty(b, h) / on_match(b, h, e) emit the
+        block's terminator (a return)."""
+        pred = f.blocks[-1]
+        entry_b = ir.IRBuilder(pred)
+        loop = f.append_basic_block("probe")
+        empty = f.append_basic_block("empty")
+        check = f.append_basic_block("check")
+        match = f.append_basic_block("match")
+        nxt = f.append_basic_block("next")
+        entry_b.branch(loop)
+        b = ir.IRBuilder(loop)
+        h = b.phi(I64, "h")
+        h.add_incoming(h0, pred)
+        s = b.load(self._elem_ptr(b, slots, h), typ=I64)
+        b.cbranch(b.icmp_unsigned("==", s, i64(0)), empty, check)
+        on_empty(ir.IRBuilder(empty), h)
+        b = ir.IRBuilder(check)
+        e = b.sub(s, i64(1))
+        eq = ir.Constant(I1, 1)
+        for k, p in zip(probe_keys, positions):
+            eq = b.and_(eq, b.icmp_unsigned("==", self._key_at(b, keys_ptr, e, p), k))
+        b.cbranch(eq, match, nxt)
+        on_match(ir.IRBuilder(match), h, e)
+        b = ir.IRBuilder(nxt)
+        hn = b.and_(b.add(h, i64(1)), mask)
+        h.add_incoming(hn, nxt)
+        b.branch(loop)
+
+    # ------------------------------------------------------------ find
+    def _build_find(self):
+        """find(k...) -> e >= 0 when present, else -1 - h with h the empty slot to insert at."""
+        f = self.find = _func(self.module, f"{self.name}.find", I64, [I64] * self.K)
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        mask = b.sub(b.load(self.g_cap, typ=I64), i64(1))
+        slots = b.load(self.g_slots, typ=PTR)
+        keys = b.load(self.g_keys, typ=PTR)
+        h0 = b.and_(hash_keys(b, f.args), mask)
+        self._probe(f, slots, mask, h0, keys, f.args, range(self.K),
+                    lambda b, h: b.ret(b.sub(i64(-1), h)),
+                    lambda b, h, e: b.ret(e))
+
+    def _build_ix_find(self):
+        """ix<i>.find(pk...) -> the slot holding the chain of pk (or the empty slot for it)."""
+        self.ix_find = []
+        for i, P in enumerate(self.index_sets):
+            f = _func(self.module, f"{self.name}.ix{i}.find", I64, [I64] * len(P))
+            b = ir.IRBuilder(f.append_basic_block("entry"))
+            mask = b.sub(b.load(self.g_cap, typ=I64), i64(1))
+            slots = b.load(self.g_ix_slots[i], typ=PTR)
+            keys = b.load(self.g_keys, typ=PTR)
+            h0 = b.and_(hash_keys(b, f.args), mask)
+            self._probe(f, slots, mask, h0, keys, f.args, P,
+                        lambda b, h: b.ret(h), lambda b, h, e: b.ret(h))
+            self.ix_find.append(f)
+
+    def _emit_link(self, b, i, e):
+        """Prepend entry e to its chain in index i."""
+        P = self.index_sets[i]
+        keys = b.load(self.g_keys, typ=PTR)
+        pk = [self._key_at(b, keys, e, p) for p in P]
+        h = b.call(self.ix_find[i], pk)
+        slots = b.load(self.g_ix_slots[i], typ=PTR)
+        nxt = b.load(self.g_ix_next[i], typ=PTR)
+        sp = self._elem_ptr(b, slots, h)
+        b.store(i64(0), self._elem_ptr(b, nxt, e))
+        b.store(b.add(e, i64(1)), sp)
+
+    # ------------------------------------------------------------ grow (rehash)
+    def _count_loop(self, f, b, count, body):
+        """for e in [0, count): body(builder, e); returns the builder after the loop."""
+        head = f.append_basic_block("loop")
+        loop_body = f.append_basic_block("body")
+        done = f.append_basic_block("done")
+        pre = b.block
+        b.branch(head)
+        b = ir.IRBuilder(head)
+        e = b.phi(I64, "e")
+        e.add_incoming(i64(0), pre)
+        b.cbranch(b.icmp_signed("<", e, count), loop_body, done)
+        b = ir.IRBuilder(loop_body)
+        b = body(b, e) or b
+        e.add_incoming(b.add(e, i64(1)), b.block)
+        b.branch(head)
+        return ir.IRBuilder(done)
+
+    def _build_grow(self):
+        rt = self.rt
+        f = self.grow = _func(self.module, f"{self.name}.grow", VOID, [])
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        cap = b.mul(b.load(self.g_cap, typ=I64), i64(2))
+        ecap = b.udiv(cap, i64(2))
+        b.store(cap, self.g_cap)
+        b.call(rt.free, [b.load(self.g_slots, typ=PTR)])
+        b.store(b.call(rt.calloc, [cap, i64(8)]), self.g_slots)
+        b.store(b.call(rt.realloc, [b.load(self.g_keys, typ=PTR), b.mul(ecap, i64(8 * self.K))]), self.g_keys)
+        b.store(b.call(rt.realloc, [b.load(self.g_vals, typ=PTR), b.mul(ecap, i64(self.vsize))]), self.g_vals)
+        for i in range(len(self.index_sets)):
+            b.call(rt.free, [b.load(self.g_ix_slots[i], typ=PTR)])
+            b.store(b.call(rt.calloc, [cap, i64(8)]), self.g_ix_slots[i])
+            b.store(b.call(rt.realloc, [b.load(self.g_ix_next[i], typ=PTR), b.mul(ecap, i64(8))]),
+                    self.g_ix_next[i])
+        count = b.load(self.g_count, typ=I64)
+        mask = b.sub(cap, i64(1))
+
+        def reinsert(b, e):
+            keys = b.load(self.g_keys, typ=PTR)
+            slots = b.load(self.g_slots, typ=PTR)
+            h0 = b.and_(hash_keys(b, [self._key_at(b, keys, e, j) for j in range(self.K)]), mask)
+            # keys are distinct: probe for the first empty slot
+            head = f.append_basic_block("reprobe")
+            put = f.append_basic_block("put")
+            pre = b.block
+            b.branch(head)
+            hb = ir.IRBuilder(head)
+            h = hb.phi(I64, "h")
+            h.add_incoming(h0, pre)
+            s = hb.load(self._elem_ptr(hb, slots, h), typ=I64)
+            h.add_incoming(hb.and_(hb.add(h, i64(1)), mask), head)
+            hb.cbranch(hb.icmp_unsigned("==", s, i64(0)), put, head)
+            pb = ir.IRBuilder(put)
+            pb.store(pb.add(e, i64(1)), self._elem_ptr(pb, slots, h))
+            for i in range(len(self.index_sets)):
+                self._emit_link(pb, i, e)
+            return pb
+
+        b = self._count_loop(f, b, count, reinsert)
+        b.ret_void()
+
+    # ------------------------------------------------------------ add / get / clear
+    def _build_add(self):
+        f = self.add_fn = _func(self.module, f"{self.name}.add", VOID, [I64] * self.K + [self.vty])
+        keys, v = list(f.args[:-1]), f.args[-1]
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        r = b.call(self.find, keys)
+        found = f.append_basic_block("found")
+        absent = f.append_basic_block("absent")
+        b.cbranch(b.icmp_signed(">=", r, i64(0)), found, absent)
+        b = ir.IRBuilder(found)
+        vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty)
+        b.store(self.vadd(b, b.load(vp, typ=self.vty), v), vp)
+        b.ret_void()
+        # a new key with a zero value need not be stored (reads of absent keys give 0)
+        b = ir.IRBuilder(absent)
+        insert = f.append_basic_block("insert")
+        skip = f.append_basic_block("skip")
+        b.cbranch(self.is_nonzero(b, v), insert, skip)
+        ir.IRBuilder(skip).ret_void()
+        b = ir.IRBuilder(insert)
+        count = b.load(self.g_count, typ=I64)
+        full = b.icmp_unsigned(">", b.mul(b.add(count, i64(1)), i64(2)), b.load(self.g_cap, typ=I64))
+        grow = f.append_basic_block("grow")
+        store = f.append_basic_block("store")
+        b.cbranch(full, grow, store)
+        gb = ir.IRBuilder(grow)
+        gb.call(self.grow, [])
+        r2 = gb.call(self.find, keys)
+        gb.branch(store)
+        b = ir.IRBuilder(store)
+        rr = b.phi(I64)
+        rr.add_incoming(r, insert)
+        rr.add_incoming(r2, grow)
+        h = b.sub(i64(-1), rr)
+        b.store(b.add(count, i64(1)), self._elem_ptr(b, b.load(self.g_slots, typ=PTR), h))
+        kp = b.load(self.g_keys, typ=PTR)
+        for j, k in enumerate(keys):
+            b.store(k, self._elem_ptr(b, kp, b.add(b.mul(count, i64(self.K)), i64(j))))
+        b.store(v, self._elem_ptr(b, b.load(self.g_vals, typ=PTR), count, self.vty))
+        b.store(b.add(count, i64(1)), self.g_count)
+        for i in range(len(self.index_sets)):
+            self._emit_link(b, i, count)
+        b.ret_void()
+
+    def _build_get(self):
+        f = self.get_fn = _func(self.module, f"{self.name}.get", self.vty, [I64] * self.K)
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        r = b.call(self.find, list(f.args))
+        found = f.append_basic_block("found")
+        absent = f.append_basic_block("absent")
+        b.cbranch(b.icmp_signed(">=", r, i64(0)), found, absent)
+        ir.IRBuilder(absent).ret(self.zero())
+        b = ir.IRBuilder(found)
+        b.ret(b.load(self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty), typ=self.vty))
+
+    def _build_clear(self):
+        f = self.clear_fn = _func(self.module, f"{self.name}.clear", VOID, [])
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        nonempty = f.append_basic_block("nonempty")
+        done = f.append_basic_block("done")
+        b.cbranch(b.icmp_signed(">", b.load(self.g_count, typ=I64), i64(0)), nonempty, done)
+        ir.IRBuilder(done).ret_void()
+        b = ir.IRBuilder(nonempty)
+        nbytes = b.mul(b.load(self.g_cap, typ=I64), i64(8))
+        for g in [self.g_slots] + self.g_ix_slots:
+            b.call(self.rt.memset, [b.load(g, typ=PTR), ir.Constant(I32, 0), nbytes])
+        b.store(i64(0), self.g_count)
+        b.ret_void()
+
+    def _build_accessors(self):
+        n, m, rt = self.name, self.module, self.rt
+        count = _func(m, f"{n}.count", I64, [], internal=False)
+        keys = _func(m, f"{n}.keys", PTR, [], internal=False)
+        vals = _func(m, f"{n}.vals", PTR, [], internal=False)
+        init = _func(m, f"{n}.init", VOID, [], internal=False)
+        destroy = _func(m, f"{n}.destroy", VOID, [], internal=False)
+        if self.K == 0:
+            ir.IRBuilder(count.append_basic_block()).ret(i64(1))
+            ir.IRBuilder(keys.append_basic_block()).ret(ir.Constant(PTR, None))
+            ir.IRBuilder(vals.append_basic_block()).ret(self.scalar)
+            b = ir.IRBuilder(init.append_basic_block())
+            b.store(self.zero(), self.scalar)
+            b.ret_void()
+            ir.IRBuilder(destroy.append_basic_block()).ret_void()
+            return
+        b = ir.IRBuilder(count.append_basic_block())
+        b.ret(b.load(self.g_count, typ=I64))
+        b = ir.IRBuilder(keys.append_basic_block())
+        b.ret(b.load(self.g_keys, typ=PTR))
+        b = ir.IRBuilder(vals.append_basic_block())
+        b.ret(b.load(self.g_vals, typ=PTR))
+        b = ir.IRBuilder(init.append_basic_block())
+        cap, ecap = INITIAL_CAPACITY, INITIAL_CAPACITY // 2
+        b.store(i64(cap), self.g_cap)
+        b.store(i64(0), self.g_count)
+        b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_slots)
+        b.store(b.call(rt.calloc, [i64(ecap * self.K), i64(8)]), self.g_keys)
+        b.store(b.call(rt.calloc, [i64(ecap), i64(self.vsize)]), self.g_vals)
+        for i in range(len(self.index_sets)):
+            b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_ix_slots[i])
+            b.store(b.call(rt.calloc, [i64(ecap), i64(8)]), self.g_ix_next[i])
+        b.ret_void()
+        b = ir.IRBuilder(destroy.append_basic_block())
+        for g in [self.g_slots, self.g_keys, self.g_vals] + self.g_ix_slots + self.g_ix_next:
+            b.call(rt.free, [b.load(g, typ=PTR)])
+            b.store(ir.Constant(PTR, None), g)
+        b.store(i64(0), self.g_count)
+        b.store(i64(0), self.g_cap)
+        b.ret_void()
+
+    # ------------------------------------------------------------ uses emitted by codegen
+    def get(self, b, keys):
+        if self.K == 0:
+            return b.load(self.scalar, typ=self.vty)
+        return b.call(self.get_fn, list(keys))
+
+    def add(self, b, keys, v):
+        if self.K == 0:
+            b.store(self.vadd(b, b.load(self.scalar, typ=self.vty), v), self.scalar)
+        else:
+            b.call(self.add_fn, list(keys) + [v])
+
+    def clear(self, b):
+        if self.K == 0:
+            b.store(self.zero(), self.scalar)
+        else:
+            b.call(self.clear_fn, [])
+
+    def index_for(self, positions) -> int | None:
+        P = tuple(sorted(positions))
+        return self.index_sets.index(P) if P in self.index_sets else None
+
+    def key_at(self, b, keys_ptr, e, j):
+        return self._key_at(b, keys_ptr, e, j)
+
+    def val_at(self, b, e):
+        return b.load(self._elem_ptr(b, b.load(self.g_vals, typ=PTR), e, self.vty), typ=self.vty)

@@ -1,0 +1,153 @@
+"""Pass 'dist_to_spark': the PySpark driver program, built as a Python `ast` module.
+
+The module holds
+  * one function per statement block, from the block's imperative IR (toaster.backends.spark.
+    lower_local + pygen): `local_block_N(m_A, ...)` updates driver dicts in place;
+    `dist_block_N(m_A, ...)` runs on one partition: it copies the views it writes, starts the
+    temps it writes empty, and returns the written dicts (cached RDD blocks are immutable);
+  * `class Program(DistRuntime)` with one method per batch trigger that runs the blocks in
+    order: local blocks on the driver, dist blocks with `self.run_dist`, exchanges with
+    `self.repart / self.scatter / self.gather` (see runtime.py);
+  * `if __name__ == '__main__': run_main(Program)` for spark-submit.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from toaster.passes import pass_
+from toaster.types import INT
+from toaster.backends.spark.dist_ir import (Local, Dist, DistProgram, DistStatement, Exchange, delta_map_name,
+                                            map_names)
+from toaster.backends.spark.lower_local import lower_statements
+from toaster.backends.spark.pygen import block_function, map_param, name, call, attr_call, const, tuple_of, assign
+
+
+@dataclass(frozen=True)
+class SparkProgram:
+    """The 'spark' stage: generated PySpark source plus what an engine needs to run it."""
+    source: str
+    relations: tuple
+    queries: tuple
+    dist: DistProgram
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def _self_attr(attr: str) -> ast.Attribute:
+    return ast.Attribute(name("self"), attr, ast.Load())
+
+
+def _self_map(kind: str, m: str) -> ast.Subscript:
+    return ast.Subscript(_self_attr(kind), const(m), ast.Load())
+
+
+def _self_call(method: str, *args) -> ast.Expr:
+    return ast.Expr(attr_call(name("self"), method, *args))
+
+
+def _strs(xs) -> ast.Tuple:
+    return tuple_of(const(x) for x in xs)
+
+
+class _Gen:
+    def __init__(self, prog: DistProgram):
+        self.prog = prog
+        self.maps = prog.tags()
+        self.value_types = {m.name: m.type for m in prog.maps}
+        for r in prog.relations:
+            self.value_types[delta_map_name(r.name)] = INT
+        self.functions = []
+        self.counter = 0
+
+    def block_calls(self, block) -> list:
+        if block.mode == "exchange":
+            out = []
+            for ex in block.items:
+                if ex.kind == "gather":
+                    out.append(_self_call("gather", const(ex.target), const(ex.source)))
+                else:
+                    out.append(_self_call(ex.kind, const(ex.target), const(ex.source), tuple_of(map(const, ex.parts))))
+            return out
+        stmts = [it.stmt for it in block.items]
+        self.counter += 1
+        fname = f"{block.mode}_block_{self.counter}"
+        body = lower_statements(stmts, self.value_types)
+        written = list(dict.fromkeys(s.target for s in stmts))
+        fresh = [w for w in written if self.maps[w].kind == "temp"]
+        read = set()
+        for s in stmts:
+            read |= map_names(s.rhs)
+        params = sorted((read | set(written)) - set(fresh))
+        if block.mode == "local":
+            fn = block_function(fname, params + fresh, [], body, None)
+            self.functions.append(fn)
+            setup = [ast.Assign([ast.Subscript(_self_attr("local"), const(t), ast.Store())], ast.Dict([], []))
+                     for t in fresh]
+            return setup + [ast.Expr(call(fname, *(_self_map("local", p) for p in params + fresh)))]
+        prologue = [assign(map_param(w), call("dict", name(map_param(w)))) for w in written if w not in fresh]
+        prologue += [assign(map_param(t), ast.Dict([], [])) for t in fresh]
+        fn = block_function(fname, params, prologue, body, written)
+        self.functions.append(fn)
+        return [_self_call("run_dist", name(fname), _strs(params), _strs(written))]
+
+    def trigger_method(self, trig) -> ast.FunctionDef:
+        rel = trig.event.relation
+        delta = delta_map_name(rel)
+        body = [_self_call("begin_trigger", const(delta), name("delta"))]
+        temps = [delta]
+        for b in trig.blocks:
+            body += self.block_calls(b)
+            for it in b.items:
+                t = it.target if isinstance(it, Exchange) else it.stmt.target
+                if self.maps[t].kind == "temp":
+                    temps.append(t)
+        body.append(_self_call("end_trigger", _strs(dict.fromkeys(temps))))
+        args = ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg("delta")], vararg=None,
+                             kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+        return ast.FunctionDef(f"on_batch_{rel}", args, body, [], None, type_params=[])
+
+    def module(self) -> ast.Module:
+        prog = self.prog
+        methods = [self.trigger_method(t) for t in prog.triggers]
+        views = [m for m in prog.maps if m.kind == "view"]
+        local_maps = [m.name for m in views if isinstance(m.tag, Local)]
+        dist_maps = {m.name: m.tag.parts for m in views if isinstance(m.tag, Dist)}
+        cls_body = [
+            ast.Expr(const("Generated by toaster (dist_to_spark).")),
+            ast.Assign([name("LOCAL_MAPS", ast.Store())], _strs(local_maps)),
+            ast.Assign([name("DIST_MAPS", ast.Store())],
+                       ast.Dict([const(k) for k in dist_maps], [tuple_of(map(const, v)) for v in dist_maps.values()])),
+            ast.Assign([name("TRIGGERS", ast.Store())],
+                       ast.Dict([const(t.event.relation) for t in prog.triggers],
+                                [const(f"on_batch_{t.event.relation}") for t in prog.triggers])),
+            ast.Assign([name("RELATION_TYPES", ast.Store())],
+                       ast.Dict([const(r.name) for r in prog.relations],
+                                [_strs(str(c.type) for c in r.columns) for r in prog.relations])),
+        ] + methods
+        cls = ast.ClassDef("Program", [name("DistRuntime")], [], cls_body, [], type_params=[])
+        main = ast.If(ast.Compare(name("__name__"), [ast.Eq()], [const("__main__")]),
+                      [ast.Expr(call("run_main", name("Program")))], [])
+        imports = ast.ImportFrom("toaster.backends.spark.runtime",
+                                 [ast.alias("DistRuntime"), ast.alias("run_main")], 0)
+        doc = ast.Expr(const("PySpark program generated by toaster from a distributed M3 program."))
+        mod = ast.Module([doc, imports] + self.functions + [cls, main], type_ignores=[])
+        return ast.fix_missing_locations(mod)
+
+
+def generate_module(prog: DistProgram) -> ast.Module:
+    if prog.stage != "blocks":
+        from toaster.backends.spark.blocks import dist_blocks
+        prog = dist_blocks(prog, None)
+    return _Gen(prog).module()
+
+
+@pass_("dist_to_spark", takes="dist", gives="spark")
+def dist_to_spark(prog: DistProgram, options) -> SparkProgram:
+    """Generate the PySpark driver program (source built with `ast`)."""
+    if prog.stage != "blocks":
+        from toaster.backends.spark.blocks import dist_blocks
+        prog = dist_blocks(prog, options)
+    source = ast.unparse(generate_module(prog)) + "\n"
+    return SparkProgram(source, prog.relations, prog.queries, prog)

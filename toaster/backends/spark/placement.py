@@ -1,0 +1,242 @@
+"""Pass 'm3_to_dist': partitioning choice and location tagging (Hot Dog §4.1-4.2).
+
+Partitioning (overridable with options.extra['partitioning'] = {map: [key positions] | 'local'}):
+keyless maps live on the driver (Local); every other map is Dist on the key position most
+often bound by the batch where statements read (or else write) the map, so the batch can be
+scattered to the map instead of moving the map.
+
+Tagging: each statement is split into its sum terms, and each term (a product, evaluated left
+to right) is placed:
+  * the Local data factors (the batch, Local maps, nested aggregates over them) form a local
+    group evaluated on the driver;
+  * Dist maps are joined on the workers in stages: the intermediate result moves
+    (Scatter / Repart) to the partitioning of the next map, or, when it lacks that map's
+    partition variables, the map is Reparted onto the intermediate's partitioning;
+  * at the root the result is brought to the target's location (Gather / Repart / Scatter).
+When no such plan exists (or inside nested aggregates) Dist maps are Gathered whole to the
+driver: correct, but slow. The output is well formed but naive (e.g. it Reparts a result
+already partitioned right); 'dist_simplify' removes the redundant transformers.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from toaster.calculus import ir as C
+from toaster.calculus.m3 import M3Program, Statement
+from toaster.errors import UnsupportedError
+from toaster.passes import pass_
+from toaster.backends.spark.dist_ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
+                                            Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
+                                            map_names)
+
+
+# ---------------------------------------------------------------- partitioning
+
+def _walk(e):
+    yield e
+    match e:
+        case C.Prod(fs) | C.Sum(fs):
+            for f in fs:
+                yield from _walk(f)
+        case C.AggSum(_, q) | C.Lift(_, q):
+            yield from _walk(q)
+
+
+def choose_partitioning(prog: M3Program, override: dict) -> dict:
+    """map name -> Local() | Dist(key positions)."""
+    votes = {m.name: Counter() for m in prog.maps}
+    for trig in prog.triggers:
+        for st in trig.statements:
+            batch_vars = set()
+            for node in _walk(st.rhs):
+                if isinstance(node, C.DeltaRel):
+                    batch_vars |= set(node.vars)
+            for node in _walk(st.rhs):
+                if isinstance(node, C.MapRef) and node.name in votes:
+                    for i, v in enumerate(node.vars):
+                        if v in batch_vars:
+                            votes[node.name][i] += 2
+            if st.target in votes:
+                for i, v in enumerate(st.keys):
+                    if v in batch_vars:
+                        votes[st.target][i] += 1
+    tags = {}
+    for m in prog.maps:
+        want = override.get(m.name)
+        if want is not None:
+            if want == "local":
+                tags[m.name] = LOCAL
+                continue
+            parts = tuple(int(p) for p in want)
+            if not parts or any(p < 0 or p >= len(m.keys) for p in parts):
+                raise UnsupportedError(f"partitioning of {m.name}: key positions {list(parts)} "
+                                       f"out of range for {len(m.keys)} keys")
+            tags[m.name] = Dist(parts)
+        elif not m.keys:
+            tags[m.name] = LOCAL
+        else:
+            best = max(range(len(m.keys)), key=lambda i: (votes[m.name][i], -i))
+            tags[m.name] = Dist((best,))
+    for name in override:
+        if name not in tags:
+            raise UnsupportedError(f"partitioning given for unknown map {name}")
+    return tags
+
+
+# -------------------------------------------------------------------- placing
+
+def _terms(rhs) -> list:
+    while isinstance(rhs, C.AggSum):
+        rhs = rhs.expr
+    if isinstance(rhs, C.Sum):
+        out = []
+        for t in rhs.terms:
+            out += _terms(t)
+        return out
+    return [rhs]
+
+
+def _gather_dist_maps(e, maps: dict):
+    """Wrap every Dist map reference inside e in Gather (whole-map fallback)."""
+    match e:
+        case C.MapRef() if not isinstance(maps[e.name].tag, Local):
+            return Gather(e)
+        case C.Prod(fs):
+            return C.Prod(tuple(_gather_dist_maps(f, maps) for f in fs))
+        case C.Sum(ts):
+            return C.Sum(tuple(_gather_dist_maps(t, maps) for t in ts))
+        case C.AggSum(gs, q):
+            return C.AggSum(gs, _gather_dist_maps(q, maps))
+        case C.Lift(v, q):
+            return C.Lift(v, _gather_dist_maps(q, maps))
+    return e
+
+
+def _outputs(e) -> set:
+    return C.schema(e, set())[1]
+
+
+def _prod(fs):
+    return fs[0] if len(fs) == 1 else C.Prod(tuple(fs))
+
+
+def _move(parts_vars: tuple, factors: list, tag) -> object:
+    """Bring a (closed) product at location `tag` to Dist(parts_vars)."""
+    inner = _prod(factors)
+    return Scatter(parts_vars, inner) if isinstance(tag, Local) else Repart(parts_vars, inner)
+
+
+def place_term(term, keys: tuple, target_tag, maps: dict):
+    """The term rewritten with transformers so that it evaluates at target_tag (a var tag)."""
+    factors = list(term.factors) if isinstance(term, C.Prod) else [term]
+    kinds = []
+    for f in factors:
+        if isinstance(f, C.MapRef) and isinstance(maps[f.name].tag, Dist):
+            kinds.append("dist")
+        elif isinstance(f, (C.MapRef, C.DeltaRel)):
+            kinds.append("local")
+        elif map_names(f) or any(isinstance(n, C.Rel) for n in _walk(f)):
+            kinds.append("nested")
+        else:
+            kinds.append("pure")
+    if "dist" in kinds:
+        plan = _staged_plan(factors, kinds, maps)
+        if plan is not None:
+            expr, tag = plan
+            return _to_target(C.AggSum(keys, expr), tag, target_tag)
+    expr = _gather_dist_maps(term, maps)
+    return _to_target(C.AggSum(keys, expr) if not isinstance(target_tag, Local) else expr, LOCAL, target_tag)
+
+
+def _to_target(expr, tag, target_tag):
+    if isinstance(target_tag, Local):
+        return expr if isinstance(tag, Local) else Gather(expr)
+    if isinstance(tag, Local):
+        return Scatter(target_tag.parts, expr)
+    return Repart(target_tag.parts, expr)
+
+
+def _staged_plan(factors, kinds, maps):
+    """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather."""
+    local_group, bound_local, rest = [], set(), []
+    for f, kind in zip(factors, kinds):
+        if kind == "local" or (kind == "nested" and not _has_dist(f, maps)):
+            ins, outs = C.schema(f, bound_local)
+            if ins - bound_local:
+                return None             # correlated with a Dist factor: no staged plan
+            local_group.append(f)
+            bound_local |= outs
+        elif kind == "nested":
+            return None
+        else:
+            rest.append((f, kind))
+    parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
+    for f, kind in rest:
+        if kind == "pure":
+            parts.append(f)
+            bound |= C.schema(f, bound)[1]
+            continue
+        ftag = map_ref_tag(f, maps)
+        fvars = set(f.vars)
+        if tag is None:
+            parts.append(f)
+            tag = ftag
+        elif tag == ftag:
+            parts.append(f)
+        elif set(ftag.parts) <= bound:                  # move the intermediate to the map
+            parts = [_move(ftag.parts, parts, tag), f]
+            tag = ftag
+        elif isinstance(tag, Dist) and set(tag.parts) <= fvars:   # move the map to the intermediate
+            parts.append(Repart(tag.parts, f))
+        elif isinstance(tag, Local) and bound & fvars:  # move both onto a shared variable
+            shared = next(v for v in f.vars if v in bound)
+            parts = [Scatter((shared,), _prod(parts)), Repart((shared,), f)]
+            tag = Dist((shared,))
+        else:
+            return None
+        bound |= fvars
+    return _prod(parts), tag
+
+
+def _has_dist(e, maps) -> bool:
+    return any(isinstance(n, C.MapRef) and not isinstance(maps[n.name].tag, Local) for n in _walk(e))
+
+
+def place_statement(st: Statement, maps: dict) -> list:
+    target = maps[st.target]
+    target_tag = map_ref_tag(C.MapRef(st.target, st.keys), maps)
+    terms = _terms(st.rhs)
+    if len(terms) > 1 and st.target in map_names(st.rhs):
+        raise UnsupportedError(f"statement for {st.target} reads its own target in a sum (distributed mode)")
+    out = []
+    for i, term in enumerate(terms):
+        op = st.op if i == 0 else "+="
+        rhs = place_term(term, st.keys, target_tag, maps)
+        out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
+    return out
+
+
+def block_mode(loc) -> str:
+    return "local" if isinstance(loc, Local) else "dist"
+
+
+@pass_("m3_to_dist", takes="m3", gives="dist")
+def m3_to_dist(prog: M3Program, options) -> DistProgram:
+    """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
+    if prog.mode != "batch":
+        raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
+    tags = choose_partitioning(prog, dict(options.extra.get("partitioning", {}) if options else {}))
+    dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name]) for m in prog.maps)
+    maps = {m.name: m for m in dmaps}
+    triggers = []
+    for trig in prog.triggers:
+        if trig.event.kind != "batch":
+            raise UnsupportedError(f"{trig.event.kind} trigger in a batch-mode program")
+        blocks = []
+        for st in trig.statements:
+            if st.target not in maps:
+                raise UnsupportedError(f"statement writes undeclared map {st.target}")
+            for dst in place_statement(st, maps):
+                blocks.append(Block(block_mode(dst.loc), (dst,)))
+        triggers.append(DistTrigger(trig.event, tuple(blocks)))
+    return DistProgram(prog.relations, dmaps, tuple(triggers), prog.queries, stage="tagged")

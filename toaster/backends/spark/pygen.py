@@ -1,0 +1,200 @@
+"""Imperative IR -> Python `ast` (the per-partition and driver-side block functions).
+
+Maps are Python dicts from key tuples to numbers, passed to the block function as parameters
+named `m_<MAP>`; zero entries are never stored (MapAdd drops a key whose sum becomes 0), so
+ForEach need not skip zeros. A slice (ForEach with bound positions) nested inside another loop
+reads a secondary index built once at the start of the enclosing top-level statement; an
+outermost slice is a filtered scan (the same cost as building the index).
+"""
+from __future__ import annotations
+
+import ast
+
+from toaster.errors import UnsupportedError
+from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
+                                   ForEach, MapAdd, MapClear)
+from toaster.types import INT, FLOAT, BOOL
+
+_ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
+_CMP = {"=": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
+# Built-in scalar functions this backend can emit: name -> Python builtin called with the args.
+_FUNCS = {"abs": "abs", "listmax": "max", "listmin": "min"}
+
+
+def map_param(name: str) -> str:
+    return f"m_{name}"
+
+
+def name(n: str, ctx=None) -> ast.Name:
+    return ast.Name(n, ctx or ast.Load())
+
+
+def call(fn, *args) -> ast.Call:
+    return ast.Call(fn if isinstance(fn, ast.expr) else name(fn), list(args), [])
+
+
+def attr_call(obj, method: str, *args) -> ast.Call:
+    return ast.Call(ast.Attribute(obj if isinstance(obj, ast.expr) else name(obj), method, ast.Load()), list(args), [])
+
+
+def const(v) -> ast.Constant:
+    return ast.Constant(v)
+
+
+def tuple_of(elts, ctx=None) -> ast.Tuple:
+    return ast.Tuple(list(elts), ctx or ast.Load())
+
+
+def assign(target: str, value) -> ast.Assign:
+    return ast.Assign([name(target, ast.Store())], value)
+
+
+class _PyGen:
+    def __init__(self):
+        self.counter = 0
+        self.indexes = {}     # (map, bound positions) -> index variable of the current statement
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"_{base}{self.counter}"
+
+    def local(self, r: LocalRef) -> str:
+        return f"l_{r.name}"
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e) -> ast.expr:
+        match e:
+            case LocalRef():
+                return name(self.local(e))
+            case Lit(v, _):
+                return const(v)
+            case BinOp(op, a, b, _) if op in _ARITH:
+                return ast.BinOp(self.expr(a), _ARITH[op](), self.expr(b))
+            case BinOp(op, a, b, _) if op in _CMP:
+                return ast.Compare(self.expr(a), [_CMP[op]()], [self.expr(b)])
+            case BinOp("and" | "or" as op, a, b, _):
+                return ast.BoolOp(ast.And() if op == "and" else ast.Or(), [self.expr(a), self.expr(b)])
+            case Not(a, _):
+                return ast.UnaryOp(ast.Not(), self.expr(a))
+            case Cast(ty, a):
+                return call("float" if ty == FLOAT else "int", self.expr(a))
+            case Call(fn, args, _):
+                if fn.lower() not in _FUNCS:
+                    raise UnsupportedError(f"function {fn} in the PySpark backend")
+                return call(_FUNCS[fn.lower()], *(self.expr(a) for a in args))
+            case MapGet(m, keys, _):
+                return attr_call(map_param(m), "get", tuple_of(self.expr(k) for k in keys), const(0))
+        raise UnsupportedError(f"imperative expression {e!r} in the PySpark backend")
+
+    # ------------------------------------------------------------- statements
+    def block(self, stmts, depth: int) -> list:
+        out = []
+        for s in stmts:
+            out += self.stmt(s, depth)
+        return out or [ast.Pass()]
+
+    def top_level(self, stmts) -> list:
+        """Statements of a function body; each gets the secondary indexes its nested slices use."""
+        out = []
+        for s in stmts:
+            self.indexes = {}
+            wanted = []
+            _nested_slices(s, 0, wanted)
+            for m, bound in dict.fromkeys(wanted):
+                ix = self.fresh("ix")
+                self.indexes[(m, bound)] = ix
+                out += self.build_index(ix, m, bound)
+            out += self.stmt(s, 0)
+        return out
+
+    def build_index(self, ix: str, m: str, bound: tuple) -> list:
+        k, v = self.fresh("k"), self.fresh("v")
+        sub = tuple_of(ast.Subscript(name(k), const(i), ast.Load()) for i in bound)
+        append = attr_call(attr_call(ix, "setdefault", sub, ast.List([], ast.Load())), "append",
+                           tuple_of([name(k), name(v)]))
+        return [assign(ix, ast.Dict([], [])),
+                ast.For(tuple_of([name(k, ast.Store()), name(v, ast.Store())], ast.Store()),
+                        attr_call(map_param(m), "items"), [ast.Expr(append)], [])]
+
+    def stmt(self, s, depth: int) -> list:
+        match s:
+            case Declare(var, init) | Assign(var, init):
+                return [assign(self.local(var), self.expr(init))]
+            case If(cond, then, orelse):
+                return [ast.If(self.expr(cond), self.block(then, depth), self.block(orelse, depth) if orelse else [])]
+            case MapClear(m):
+                return [ast.Expr(attr_call(map_param(m), "clear"))]
+            case MapAdd(m, keys, value):
+                k, v = self.fresh("k"), self.fresh("v")
+                mp = map_param(m)
+                return [assign(k, tuple_of(self.expr(x) for x in keys)),
+                        assign(v, ast.BinOp(attr_call(mp, "get", name(k), const(0)), ast.Add(), self.expr(value))),
+                        ast.If(ast.Compare(name(v), [ast.NotEq()], [const(0)]),
+                               [ast.Assign([ast.Subscript(name(mp), name(k), ast.Store())], name(v))],
+                               [ast.Expr(attr_call(mp, "pop", name(k), const(None)))])]
+            case ForEach():
+                return self.foreach(s, depth)
+        raise UnsupportedError(f"imperative statement {type(s).__name__} in the PySpark backend")
+
+    def foreach(self, s: ForEach, depth: int) -> list:
+        mp = map_param(s.map)
+        bound = tuple(i for i, p in enumerate(s.pattern) if p is not None)
+        body = self.block(s.body, depth + 1)
+        val = name(self.local(s.value_var), ast.Store())
+        if not bound:
+            target = tuple_of([tuple_of((name(self.local(kv), ast.Store()) for kv in s.key_vars), ast.Store()), val],
+                              ast.Store())
+            items = attr_call(mp, "items")
+            if _writes(s.body, s.map):      # reads see the pre-state; never iterate a dict being updated
+                items = call("list", items)
+            return [ast.For(target, items, body, [])]
+        k = self.fresh("k")
+        unpack = [assign(self.local(kv), ast.Subscript(name(k), const(i), ast.Load()))
+                  for i, kv in enumerate(s.key_vars) if kv is not None]
+        want = tuple_of(self.expr(s.pattern[i]) for i in bound)
+        target = tuple_of([name(k, ast.Store()), val], ast.Store())
+        ix = self.indexes.get((s.map, bound))
+        if ix is not None:
+            return [ast.For(target, attr_call(ix, "get", want, tuple_of([])), unpack + body, [])]
+        got = tuple_of(ast.Subscript(name(k), const(i), ast.Load()) for i in bound)
+        items = attr_call(mp, "items")
+        if _writes(s.body, s.map):
+            items = call("list", items)
+        return [ast.For(target, items,
+                        [ast.If(ast.Compare(got, [ast.Eq()], [want]), unpack + body, [])], [])]
+
+
+def _nested_slices(s, depth: int, out: list) -> None:
+    match s:
+        case ForEach(m, pattern, _, _, body):
+            bound = tuple(i for i, p in enumerate(pattern) if p is not None)
+            if bound and depth > 0:
+                out.append((m, bound))
+            for b in body:
+                _nested_slices(b, depth + 1, out)
+        case If(_, then, orelse):
+            for b in then + orelse:
+                _nested_slices(b, depth, out)
+
+
+def _writes(stmts, m: str) -> bool:
+    for s in stmts:
+        match s:
+            case MapAdd(t, _, _) | MapClear(t) if t == m:
+                return True
+            case ForEach(_, _, _, _, body) if _writes(body, m):
+                return True
+            case If(_, then, orelse) if _writes(then + orelse, m):
+                return True
+    return False
+
+
+def block_function(fname: str, params: list, prologue: list, body_stmts, returns: list | None) -> ast.FunctionDef:
+    """def fname(m_A, m_B, ...): <prologue> <body> [return (m_X, ...)]"""
+    gen = _PyGen()
+    body = list(prologue) + gen.top_level(body_stmts)
+    if returns is not None:
+        body.append(ast.Return(tuple_of(name(map_param(r)) for r in returns)))
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(map_param(p)) for p in params], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    return ast.FunctionDef(fname, args, body or [ast.Pass()], [], None, type_params=[])

@@ -1,0 +1,25 @@
+"""One shared SparkSession per process, with settings that start fast and quietly."""
+from __future__ import annotations
+
+import os
+
+_session = None
+
+
+def get_spark(master: str | None = None):
+    """The process-wide SparkSession (created on first use; `master` default local[2])."""
+    global _session
+    if _session is not None:
+        return _session
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+    _session = (SparkSession.builder
+                .master(master or os.environ.get("TOASTER_SPARK_MASTER", "local[2]"))
+                .appName("toaster")
+                .config("spark.ui.enabled", "false")
+                .config("spark.sql.shuffle.partitions", "2")
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+                .getOrCreate())
+    _session.sparkContext.setLogLevel("ERROR")
+    return _session

@@ -1,0 +1,206 @@
+"""A direct Python interpreter of K3 (the specification of toaster.k3.ir's meaning).
+
+Bags are Python lists, tuples are Python tuples, maps are dicts key-tuple -> number.
+K3Engine runs a K3Program behind the common Engine interface (backend 'k3'); it exists so
+tests can check m3_to_k3 and every k3 -> k3 pass against the M3 reference interpreter.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from toaster.engine import Engine
+from toaster.errors import UnsupportedError
+from toaster.imperative.ir import delta_map_name
+from toaster.types import INT, FLOAT
+from toaster.k3.ir import (
+    Var, Const, BinOp, Not, Cast, Call, Lookup, Tuple, Project, Lambda, Apply, IfThenElse,
+    Empty, Singleton, Union, Slice, Map, Filter, Flatten, Aggregate, GroupByAggregate,
+    Iterate, Update, Replace, Clear, Block, K3Program,
+)
+
+
+def divide(a: float, b: float) -> float:
+    """IEEE division as in the calculus evaluator: x/0 is +-inf, 0/0 is nan."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def binop(op: str, a, b, t=None):
+    """Shared scalar semantics ('/' is float division, IEEE at zero)."""
+    match op:
+        case "+":
+            return a + b
+        case "-":
+            return a - b
+        case "*":
+            return a * b
+        case "/":
+            return divide(float(a), float(b))
+        case "=":
+            return a == b
+        case "!=":
+            return a != b
+        case "<":
+            return a < b
+        case "<=":
+            return a <= b
+        case ">":
+            return a > b
+        case ">=":
+            return a >= b
+        case "and":
+            return bool(a) and bool(b)
+        case "or":
+            return bool(a) or bool(b)
+    raise UnsupportedError(f"operator {op!r}")
+
+
+def cast(t, v):
+    if t == FLOAT:
+        return float(v)
+    if t == INT:
+        return int(v)
+    return v
+
+
+def call(name: str, args):
+    raise UnsupportedError(f"function {name}() in the K3/imperative interpreters")
+
+
+class K3Interpreter:
+    def __init__(self, maps: dict):
+        self.maps = maps  # name -> dict
+
+    def apply_fn(self, fn: Lambda, args, env):
+        if len(fn.params) != len(args):
+            raise TypeError(f"lambda of {len(fn.params)} params applied to {len(args)} values")
+        inner = dict(env)
+        for p, a in zip(fn.params, args):
+            inner[p.name] = a
+        return self.eval(fn.body, inner)
+
+    def eval(self, e, env):
+        match e:
+            case Var(n, _):
+                return env[n]
+            case Const(v, _):
+                return v
+            case BinOp(op, a, b, t):
+                return binop(op, self.eval(a, env), self.eval(b, env), t)
+            case Not(a):
+                return not self.eval(a, env)
+            case Cast(t, a):
+                return cast(t, self.eval(a, env))
+            case Call(name, args, _):
+                return call(name, [self.eval(a, env) for a in args])
+            case Lookup(m, keys, _):
+                return self.maps[m].get(tuple(self.eval(k, env) for k in keys), 0)
+            case Tuple(es):
+                return tuple(self.eval(x, env) for x in es)
+            case Project(a, i):
+                return self.eval(a, env)[i]
+            case Apply(fn, args):
+                return self.apply_fn(fn, [self.eval(a, env) for a in args], env)
+            case IfThenElse(cnd, a, b):
+                return self.eval(a, env) if self.eval(cnd, env) else self.eval(b, env)
+            case Empty():
+                return []
+            case Singleton(x):
+                return [self.eval(x, env)]
+            case Union(parts):
+                out = []
+                for p in parts:
+                    out.extend(self.eval(p, env))
+                return out
+            case Slice(m, pattern, _, _):
+                pat = [(i, self.eval(p, env)) for i, p in enumerate(pattern) if p is not None]
+                return [k + (v,) for k, v in list(self.maps[m].items())
+                        if v != 0 and all(k[i] == x for i, x in pat)]
+            case Map(fn, coll):
+                return [self.apply_fn(fn, x, env) for x in self.eval(coll, env)]
+            case Filter(fn, coll):
+                return [x for x in self.eval(coll, env) if self.apply_fn(fn, x, env)]
+            case Flatten(coll):
+                return [y for x in self.eval(coll, env) for y in x]
+            case Aggregate(fn, init, coll):
+                acc = self.eval(init, env)
+                for x in self.eval(coll, env):
+                    acc = self.apply_fn(fn, (acc,) + tuple(x), env)
+                return acc
+            case GroupByAggregate(g, fn, init, coll):
+                groups: dict = {}
+                for x in self.eval(coll, env):
+                    k = self.apply_fn(g, x, env)
+                    acc = groups[k] if k in groups else self.eval(init, env)
+                    groups[k] = self.apply_fn(fn, (acc,) + tuple(x), env)
+                return [k + (v,) for k, v in groups.items()]
+            # statements
+            case Iterate(fn, coll):
+                for x in self.eval(coll, env):
+                    self.apply_fn(fn, x, env)
+                return None
+            case Update(m, keys, v):
+                k = tuple(self.eval(x, env) for x in keys)
+                target = self.maps[m]
+                target[k] = target.get(k, 0) + self.eval(v, env)
+                return None
+            case Replace(m, coll):
+                fresh = defaultdict(int)
+                for x in self.eval(coll, env):
+                    fresh[tuple(x[:-1])] += x[-1]
+                self.maps[m].clear()
+                self.maps[m].update(fresh)
+                return None
+            case Clear(m):
+                self.maps[m].clear()
+                return None
+            case Block(stmts):
+                for s in stmts:
+                    self.eval(s, env)
+                return None
+        raise TypeError(f"not a K3 expression: {e!r}")
+
+
+class K3Engine(Engine):
+    backend = "k3"
+
+    def __init__(self, program: K3Program):
+        super().__init__(program.relations, program.queries)
+        self.program = program
+        self.maps = {m.name: {} for m in program.maps}
+        self.interp = K3Interpreter(self.maps)
+        self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
+
+    def _run(self, trig, args):
+        env = {p.name: a for p, a in zip(trig.params, args)}
+        for st in trig.body:
+            self.interp.eval(st, env)
+
+    def _apply(self, batch) -> None:
+        rel = batch.relation.upper()
+        if self.program.mode == "batch":
+            trig = self.triggers.get(("batch", rel))
+            if trig is None:
+                return
+            delta = self.maps[delta_map_name(rel)]
+            for s, row in batch.rows():
+                delta[row] = delta.get(row, 0) + s
+            for k in [k for k, v in delta.items() if v == 0]:
+                del delta[k]
+            try:
+                self._run(trig, ())
+            finally:
+                delta.clear()
+            return
+        for s, row in batch.rows():
+            trig = self.triggers.get(("insert" if s > 0 else "delete", rel))
+            if trig is not None:
+                self._run(trig, row)
+
+    def read_map(self, name: str) -> dict:
+        return {k: v for k, v in self.maps[name].items() if v != 0}

@@ -1,0 +1,262 @@
+"""Reading relation sources (DIALECT.md §2.2) into Batches, and ordering batches of several streams.
+
+    batches = read_source(decl, batch_size=1000)           # list[Batch] of one relation
+    tables, streams = load_sources(decls, batch_size=1000)   # every declared source
+    for b in tables + streams: engine.apply(b)
+
+CSV rules: lines are split on the delimiter with no quoting and no trimming (a leading space in
+a string field is kept); fields are parsed by column type (int, float, date YYYY-MM-DD ->
+int YYYYMMDD, string raw). With `deletions := 'true'` each line is `seq|op|col1|...`, op 1 =
+insert, 0 = delete; seq and op are removed. Empty lines are skipped, a trailing '\\r' is dropped,
+and one trailing delimiter (as in dbgen's `.tbl` files) is accepted. A malformed line raises
+InputError naming file, line, 1-based character column and the column it was read for; the batch
+holding it is rejected whole (batches before it have already been produced).
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from toaster.errors import InputError, UnsupportedError
+from toaster.runtime.batch import Batch, NUMPY_DTYPES
+from toaster.schema import RelationDecl
+from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
+
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+_FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|[+-]?(inf|infinity|nan)\Z",
+                       re.IGNORECASE)
+_DATE_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
+_TRUE = ("true", "yes", "1")
+
+
+def resolve_path(path: str, base_dir: str | None = None) -> str:
+    """Relative paths resolve against base_dir if given, else the working directory (as DBToaster)."""
+    if os.path.isabs(path) or base_dir is None:
+        return path
+    return os.path.join(base_dir, path)
+
+
+def read_source(decl: RelationDecl, batch_size: int | None = None,
+                base_dir: str | None = None) -> list[Batch]:
+    """All batches of one relation's FROM FILE source (whole file as one batch by default)."""
+    return list(iter_source(decl, batch_size, base_dir))
+
+
+def iter_source(decl: RelationDecl, batch_size: int | None = None,
+                base_dir: str | None = None) -> Iterator[Batch]:
+    """Lazily parse a relation's source into batches of at most batch_size lines."""
+    src = decl.source
+    if src is None:
+        raise InputError(f"relation {decl.name} has no FROM FILE source")
+    if src.adaptor == "orderbook":
+        raise UnsupportedError("orderbook adaptor")
+    if src.adaptor != "csv":
+        raise UnsupportedError(f"adaptor {src.adaptor!r} (only CSV is supported)")
+    path = resolve_path(src.path, base_dir)
+    try:
+        fh = open(path, encoding="utf-8", newline="")
+    except OSError as e:
+        raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
+    with fh:
+        yield from parse_csv_lines(decl, fh, path=path, batch_size=batch_size)
+
+
+def csv_settings(decl: RelationDecl) -> tuple[str, bool]:
+    """(delimiter, deletions) from the adaptor parameters; 'fields' is an alias of 'delimiter'."""
+    src = decl.source
+    delim = src.param("delimiter", None) if src else None
+    if delim is None and src is not None:
+        delim = src.param("fields", None)
+    if delim is None:
+        delim = ","
+    if delim == "":
+        raise InputError(f"{decl.name}: empty CSV delimiter")
+    deletions = (src.param("deletions", "false") if src else "false").strip().lower() in _TRUE
+    return delim, deletions
+
+
+def parse_csv_lines(decl: RelationDecl, lines: Iterable[str], *, path: str = "<input>",
+                    batch_size: int | None = None, first_line: int = 1) -> Iterator[Batch]:
+    """Parse text lines (with or without line endings) into Batches of decl's relation."""
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError("batch_size must be positive")
+    delim, deletions = csv_settings(decl)
+    pending: list[tuple[int, str]] = []
+    for lineno, raw in enumerate(lines, start=first_line):
+        line = raw.rstrip("\n")
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line == "":
+            continue
+        pending.append((lineno, line))
+        if batch_size is not None and len(pending) >= batch_size:
+            yield _parse_batch(decl, pending, delim, deletions, path)
+            pending = []
+    if pending:
+        yield _parse_batch(decl, pending, delim, deletions, path)
+
+
+def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: str) -> Batch:
+    ncols = len(decl.columns)
+    lead = 2 if deletions else 0
+    want = ncols + lead
+    signs = np.ones(len(lines), dtype=np.int8)
+    fields_by_col: list[list[str]] = [[] for _ in range(ncols)]
+    for i, (lineno, line) in enumerate(lines):
+        fields = line.split(delim)
+        if len(fields) == want + 1 and fields[-1] == "":
+            fields.pop()          # one trailing delimiter, as dbgen writes
+        if len(fields) != want:
+            _field_count_error(decl, path, lineno, line, fields, want, lead, delim)
+        if deletions:
+            op = fields[1]
+            if op == "1":
+                pass
+            elif op == "0":
+                signs[i] = -1
+            else:
+                raise InputError(f"{decl.name}: bad operation {op!r} in field 2 (expected 1 = insert, 0 = delete)",
+                                 file=path, line=lineno, column=_field_column(fields, 1, delim))
+        for j in range(ncols):
+            fields_by_col[j].append(fields[lead + j])
+    columns = []
+    for j, col in enumerate(decl.columns):
+        try:
+            columns.append(_convert_column(col.type, fields_by_col[j]))
+        except (ValueError, OverflowError):
+            columns.append(None)       # located below, row by row
+    if any(c is None for c in columns):
+        _locate_bad_field(decl, lines, delim, lead, path)
+    return Batch(decl.name, signs, tuple(columns))
+
+
+def _convert_column(t: Type, texts: list[str]) -> np.ndarray:
+    dtype = NUMPY_DTYPES[t]
+    if t == STRING:
+        arr = np.empty(len(texts), dtype=object)
+        arr[:] = texts
+        return arr
+    return np.array([parse_field(t, s) for s in texts], dtype=dtype)
+
+
+def parse_field(t: Type, text: str):
+    """One field of type t from its CSV text; ValueError if malformed."""
+    if t == INT:
+        if not _INT_RE.match(text):
+            raise ValueError(f"not an int: {text!r}")
+        v = int(text)
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ValueError(f"int out of 64-bit range: {text!r}")
+        return v
+    if t == FLOAT:
+        if not _FLOAT_RE.match(text):
+            raise ValueError(f"not a float: {text!r}")
+        return float(text)
+    if t == DATE:
+        m = _DATE_RE.match(text)
+        if not m:
+            raise ValueError(f"not a date (YYYY-MM-DD): {text!r}")
+        y, mo, d = (int(g) for g in m.groups())
+        if not (1 <= mo <= 12 and 1 <= d <= 31):
+            raise ValueError(f"not a date (YYYY-MM-DD): {text!r}")
+        return y * 10000 + mo * 100 + d
+    if t == STRING:
+        return text
+    if t == BOOL:
+        low = text.lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        raise ValueError(f"not a bool: {text!r}")
+    raise ValueError(f"unknown type {t}")
+
+
+def _field_column(fields: list[str], index: int, delim: str) -> int:
+    """1-based character column where fields[index] starts (or would start)."""
+    return sum(len(f) + len(delim) for f in fields[:index]) + 1
+
+
+def _field_count_error(decl, path, lineno, line, fields, want, lead, delim):
+    if len(fields) > want:
+        col = _field_column(fields, want, delim)
+        msg = f"{decl.name}: too many fields ({len(fields)}, expected {want})"
+    else:
+        col = len(line) + 1
+        missing = len(fields) - lead
+        name = decl.columns[missing].name if missing >= 0 else ("op" if len(fields) == 1 else "seq")
+        msg = f"{decl.name}: too few fields ({len(fields)}, expected {want}); missing column {name}"
+    raise InputError(msg, file=path, line=lineno, column=col)
+
+
+def _locate_bad_field(decl, lines, delim, lead, path):
+    """Raise InputError for the first malformed field, scanning in file order."""
+    for lineno, line in lines:
+        fields = line.split(delim)
+        for j, col in enumerate(decl.columns):
+            text = fields[lead + j]
+            try:
+                parse_field(col.type, text)
+            except (ValueError, OverflowError) as e:
+                raise InputError(f"{decl.name}.{col.name}: {e}", file=path, line=lineno,
+                                 column=_field_column(fields, lead + j, delim)) from None
+    raise AssertionError("a column failed to convert but no field is malformed")  # unreachable
+
+
+# ----------------------------------------------------------------------------- several sources
+def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
+                 base_dir: str | None = None, seed: int | None = None) -> tuple[list[Batch], list[Batch]]:
+    """(table batches, stream batches in feed order) for every relation that has a source.
+
+    Tables are loaded whole before any stream event (DIALECT.md §2.1). Streams are fed in
+    file order, or in a seeded random interleaving of their batches. Streams that read the same
+    file take turns batch by batch (the file is read in order, once per relation).
+    """
+    tables: list[Batch] = []
+    by_file: dict[str, list[list[Batch]]] = {}     # streams reading one file form one stream
+    for d in decls:
+        if d.source is None:
+            continue
+        if d.kind == "table":
+            tables.extend(read_source(d, None, base_dir))
+        else:
+            key = os.path.abspath(resolve_path(d.source.path, base_dir))
+            by_file.setdefault(key, []).append(read_source(d, batch_size, base_dir))
+    streams = [_round_robin(group) for group in by_file.values()]
+    return tables, list(interleave(streams, seed=seed))
+
+
+def _round_robin(per_relation: list[list[Batch]]) -> list[Batch]:
+    """Relations reading the same file see its lines in file order: batch i of each in turn."""
+    out = []
+    for i in range(max(len(b) for b in per_relation)):
+        out.extend(b[i] for b in per_relation if i < len(b))
+    return out
+
+
+def interleave(streams: Sequence[Iterable[Batch]], seed: int | None = None) -> Iterator[Batch]:
+    """The order in which batches of several streams are fed.
+
+    Without a seed: all of stream 1, then all of stream 2, ... (file order). With a seed: a
+    random interleaving that keeps each stream's own batches in order.
+    """
+    if seed is None:
+        for s in streams:
+            yield from s
+        return
+    rng = random.Random(seed)
+    iters = [iter(s) for s in streams]
+    heads = []
+    for it in iters:
+        heads.append(next(it, None))
+    live = [i for i, h in enumerate(heads) if h is not None]
+    while live:
+        i = rng.choice(live)
+        yield heads[i]
+        heads[i] = next(iters[i], None)
+        if heads[i] is None:
+            live.remove(i)
