@@ -127,9 +127,14 @@ class HOIVMCompiler:
         comp_vars = [set().union(*(set(r.vars) for r in c)) - known for c in comps]
         assigned = [[] for _ in comps]
         outside = []
+        comp_atom_vars = [set().union(*(set(r.vars) for r in c)) for c in comps]
         for f in others:
             fv = all_vars(f) - known
-            homes = [i for i, cv in enumerate(comp_vars) if fv and fv <= cv]
+            # a condition may move into a component only if every bound variable it uses is
+            # also an atom argument there (else the map would need an input variable: keep
+            # the condition outside and the component's variable as a map key instead)
+            homes = [i for i, cv in enumerate(comp_vars)
+                     if fv and fv <= cv and (all_vars(f) & known) <= comp_atom_vars[i]]
             if len(homes) == 1 and not isinstance(f, Lift):
                 assigned[homes[0]].append(f)
             else:

@@ -101,7 +101,9 @@ def nested_lift(mode: str = "tuple") -> M3Program:
       SUM_A[B]    := AggSum([B], R(A,B) * {A})               (maintained incrementally)
       RES[B]      := AggSum([B], (N ^= COUNT_B[B]) * {N > 1} * SUM_A[B] * {0.5})   (float, recomputed)
       TOTAL[]     := AggSum([], (X ^= AggSum([], SUM_A[B2])) * {X})   (recomputed; Lift of a scalar)
-      PAIRS[B]    += a self-join style statement reading its own target: PAIRS[B] * {1} + ...
+      GROWTH[B]   += statements reading their own target (through a temp map)
+      BY_COUNT[N] := AggSum([N], (N ^= COUNT_B[B]) * SUM_A[B] * {1 / N})   (lift with outputs)
+      CHECK[]     := AggSum([], COUNT_B[B] * (B ^= COUNT_B[B]))              (lift as a test)
     """
     R = _rel("R", ("A", INT), ("B", INT))
     A, B, B2, N, X = _v("A"), _v("B"), _v("B2"), _v("N"), _v("X")
@@ -111,7 +113,14 @@ def nested_lift(mode: str = "tuple") -> M3Program:
         MapDecl("RES", (B,), FLOAT, AggSum((B,), Rel("R", (A, B))), "query"),
         MapDecl("TOTAL", (), INT, AggSum((), Rel("R", (A, B))), "query"),
         MapDecl("GROWTH", (B,), INT, AggSum((B,), Rel("R", (A, B)))),
+        MapDecl("BY_COUNT", (N,), FLOAT, AggSum((N,), Rel("R", (A, N))), "query"),
+        MapDecl("CHECK", (), INT, AggSum((), Rel("R", (A, B))), "query"),
     )
+    # BY_COUNT[N] := sum over groups B with count N of SUM_A[B] / N   (lift of a non-scalar body)
+    by_count_rhs = AggSum((N,), Prod((Lift(N, MapRef("COUNT_B", (B,), INT)), MapRef("SUM_A", (B,), INT),
+                                      Value(Arith("/", (Const(1, INT), N), FLOAT)))))
+    # CHECK[] := number of B whose count equals B   (lift of an already bound variable: a test)
+    check_rhs = AggSum((), Prod((MapRef("COUNT_B", (B,), INT), Lift(B, MapRef("COUNT_B", (B,), INT)))))
     res_rhs = AggSum((B,), Prod((MapRef("COUNT_B", (B,), INT), Lift(N, MapRef("COUNT_B", (B,), INT)),
                                  Cmp(">", N, Const(1, INT)), MapRef("SUM_A", (B,), INT),
                                  Value(Const(0.5, FLOAT)))))
@@ -135,11 +144,14 @@ def nested_lift(mode: str = "tuple") -> M3Program:
                     Statement("GROWTH", (B,), "+=", AggSum((B,), Prod((MapRef("GROWTH", (B,), INT),
                                                                        Cmp("=", B, Arith("+", (b, Const(1, INT)), INT)))))),
                     ]
-        return incr + [Statement("RES", (B,), ":=", res_rhs), Statement("TOTAL", (), ":=", total_rhs)]
+        return incr + [Statement("RES", (B,), ":=", res_rhs), Statement("TOTAL", (), ":=", total_rhs),
+                       Statement("BY_COUNT", (N,), ":=", by_count_rhs), Statement("CHECK", (), ":=", check_rhs)]
 
     rels = (R,)
     qs = (QueryResult("RES", (ResultColumn("B", INT),), (ResultColumn("V", FLOAT),), ("RES",)),
-          QueryResult("TOTAL", (), (ResultColumn("V", INT),), ("TOTAL",)))
+          QueryResult("TOTAL", (), (ResultColumn("V", INT),), ("TOTAL",)),
+          QueryResult("BY_COUNT", (ResultColumn("N", INT),), (ResultColumn("V", FLOAT),), ("BY_COUNT",)),
+          QueryResult("CHECK", (), (ResultColumn("V", INT),), ("CHECK",)))
     return M3Program(rels, maps, tuple(_triggers(mode, rels, body)), qs, mode)
 
 

@@ -204,7 +204,7 @@ class NativeMap:
         slots = b.load(self.g_ix_slots[i], typ=PTR)
         nxt = b.load(self.g_ix_next[i], typ=PTR)
         sp = self._elem_ptr(b, slots, h)
-        b.store(i64(0), self._elem_ptr(b, nxt, e))
+        b.store(b.load(sp, typ=I64), self._elem_ptr(b, nxt, e))
         b.store(b.add(e, i64(1)), sp)
 
     # ------------------------------------------------------------ grow (rehash)

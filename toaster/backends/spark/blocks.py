@@ -112,6 +112,7 @@ class _STF:
         self.maps = prog.tags()
         self.temps = []
         self.counter = 0
+        self.memo = {}          # CSE within one trigger: reset per trigger
 
     def temp(self, keys, type_, tag) -> str:
         self.counter += 1
@@ -136,21 +137,27 @@ class _STF:
             outs = dist_schema(q, set())[1]
             keys = [v for v in _ordered_vars(q) if v in outs and v in used]
             vtype = expr_type(q, self.maps)
-            if isinstance(q, C.MapRef) and len(set(q.vars)) == len(q.vars) and set(q.vars) == set(keys) \
-                    and keys == list(q.vars):
+            if isinstance(q, C.MapRef) and len(set(q.vars)) == len(q.vars) and keys == list(q.vars):
                 source = q.name
             else:
                 src_tag = tag_of(C.AggSum(tuple(keys), q), self.maps)
                 if src_tag is None:
                     src_tag = LOCAL
-                source = self.temp(keys, vtype, self.map_tag(src_tag, keys))
-                out.append(DistStatement(Statement(source, tuple(keys), ":=", C.AggSum(tuple(keys), q)), src_tag))
-            if isinstance(t, Gather):
-                target, parts = self.temp(keys, vtype, LOCAL), ()
-            else:
-                parts = tuple(keys.index(p) for p in t.parts)
-                target = self.temp(keys, vtype, Dist(parts))
-            out.append(Exchange(type(t).__name__.lower(), target, source, parts))
+                rhs_q = q if isinstance(q, C.AggSum) and q.group == tuple(keys) else C.AggSum(tuple(keys), q)
+                # CSE: within a trigger every map is read before it is written, so the same
+                # expression computes the same temp wherever it occurs
+                source = self.memo.get(("compute", rhs_q, src_tag))
+                if source is None:
+                    source = self.temp(keys, vtype, self.map_tag(src_tag, keys))
+                    self.memo[("compute", rhs_q, src_tag)] = source
+                    out.append(DistStatement(Statement(source, tuple(keys), ":=", rhs_q), src_tag))
+            kind = type(t).__name__.lower()
+            parts = () if isinstance(t, Gather) else tuple(keys.index(p) for p in t.parts)
+            target = self.memo.get((kind, source, parts))
+            if target is None:
+                target = self.temp(keys, vtype, LOCAL if isinstance(t, Gather) else Dist(parts))
+                self.memo[(kind, source, parts)] = target
+                out.append(Exchange(kind, target, source, parts))
             rhs = _replace(rhs, t, C.MapRef(target, tuple(keys), vtype))
         loc = tag_of(rhs, self.maps)
         target = self.maps[s.target]
@@ -224,6 +231,7 @@ def dist_blocks(prog: DistProgram, options) -> DistProgram:
     fuse = not (options and options.extra.get("no_block_fusion"))
     triggers = []
     for trig in prog.triggers:
+        stf.memo = {}
         items = []
         for b in trig.blocks:
             for it in b.items:

@@ -17,6 +17,7 @@ def get_spark(master: str | None = None):
                 .master(master or os.environ.get("TOASTER_SPARK_MASTER", "local[2]"))
                 .appName("toaster")
                 .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
                 .config("spark.sql.shuffle.partitions", "2")
                 .config("spark.driver.host", "127.0.0.1")
                 .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
