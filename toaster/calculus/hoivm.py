@@ -159,7 +159,7 @@ class HOIVMCompiler:
         for v in in_vars:
             name = self._column_name(factors, v) or v.name.upper()
             cand, n = name, 2
-            while any(x.name == cand for x in taken):
+            while any(x.name == cand and x != v for x in taken):
                 cand = f"{name}_{n}"
                 n += 1
             nv = Var(cand, v.type)

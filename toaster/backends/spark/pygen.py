@@ -68,6 +68,8 @@ class _PyGen:
                 return name(self.local(e))
             case Lit(v, _):
                 return const(v)
+            case BinOp("/", a, b, _):
+                return call("ieee_div", self.expr(a), self.expr(b))
             case BinOp(op, a, b, _) if op in _ARITH:
                 return ast.BinOp(self.expr(a), _ARITH[op](), self.expr(b))
             case BinOp(op, a, b, _) if op in _CMP:

@@ -57,3 +57,13 @@ def append_to_tuple(pair):
 
 def singleton_tuple(d):
     return (d,)
+
+
+def ieee_div(a, b) -> float:
+    """Division as in IEEE arithmetic (DIALECT.md §9): x/0 is ±inf, 0/0 is nan, never a crash."""
+    a, b = float(a), float(b)
+    if b == 0.0:
+        if a == 0.0 or a != a:
+            return float("nan")
+        return float("inf") if (a > 0) == (str(b)[0] != "-") else float("-inf")
+    return a / b
