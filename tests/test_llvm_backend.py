@@ -1,8 +1,10 @@
 """LLVM backend: hand-built imperative programs run natively and checked against a reference.
 
 The reference is the imperative interpreter (toaster.imperative.interpreter.ImpEngine) when it
-exists, else the small direct evaluator of the imperative IR below; for the example query of
-the brief also a brute-force evaluation of the SQL over the current database contents.
+exists, else the small direct evaluator of the imperative IR below (RefEngine; also used for the
+large growth test, where the interpreter's full-scan ForEach is quadratic, and itself checked
+against ImpEngine); for the example query also a brute-force evaluation of the SQL, and end to
+end the lead's InterpEngine on the M3 program.
 """
 from __future__ import annotations
 
@@ -464,6 +466,28 @@ def test_batch_mode_delta_cancels_within_batch():
     oracle.apply(b)
     assert_maps_equal(native, oracle, prog)
     assert native.read_map("DELTA_R") == {}        # cleared after the batch trigger
+
+
+def test_bool_column_and_independent_engines():
+    rel = RelationDecl("BB", (Column("F", BOOL), Column("K", INT)), "stream")
+    f, k, kk, x = v("f", BOOL), v("k"), v("kk", BOOL), v("x")
+    maps = (MapSpec("CNT", (BOOL,), INT), MapSpec("TOT", (), FLOAT))
+    body = (MapAdd("CNT", (f,), lit(1)),
+            If(BinOp("or", f, BinOp(">", k, lit(3), BOOL), BOOL), (MapAdd("TOT", (), Cast(FLOAT, k)),)),
+            ForEach("CNT", (None,), (kk,), x, (If(kk, (MapAdd("TOT", (), BinOp("/", x, lit(4), FLOAT)),)),)))
+    prog = ImpProgram((rel,), maps, (ImpTrigger("t", Event("insert", "BB", ()), (f, k), body),), ())
+    one, two, oracle = LLVMEngine(prog), LLVMEngine(prog), make_oracle(prog)
+    rng = random.Random(1)
+    for _ in range(10):
+        b = Batch.from_rows("BB", rel.types, [(rng.random() < 0.5, rng.randint(0, 6)) for _ in range(7)])
+        one.apply(b)
+        oracle.apply(b)
+    assert_maps_equal(one, oracle, prog)
+    two.insert("BB", (True, 5))            # a second engine of the same program has its own maps
+    assert two.read_map("CNT") == {(True,): 1} and one.read_map("CNT") != two.read_map("CNT")
+    one.close()
+    two.insert("BB", (False, 1))
+    assert two.read_map("CNT") == {(True,): 1, (False,): 1}
 
 
 # ------------------------------------------------------------------ errors and the pass

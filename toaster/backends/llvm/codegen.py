@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from toaster.errors import UnsupportedError
@@ -314,6 +315,7 @@ class _ModuleGen:
     def __init__(self, prog: ImpProgram):
         self.prog = prog
         self.module = ir.Module(name="toaster")
+        self.module.triple = llvm.get_process_triple()
         self.rt = Runtime(self.module)
         self.strings: dict[str, int] = {}
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec) for spec in prog.maps}
