@@ -144,6 +144,43 @@ class Engine(ABC):
         self.close()
 
 
+def net_delta(batch: Batch) -> dict:
+    """The batch as a delta relation: net multiplicity per distinct row, zeros dropped."""
+    delta: dict = {}
+    for sign, row in batch.rows():
+        delta[row] = delta.get(row, 0) + sign
+    return {k: v for k, v in delta.items() if v != 0}
+
+
+class TriggerEngine(Engine):
+    """An engine that interprets a trigger program in Python: single-tuple triggers fire per
+    row in order (mode 'tuple'); a batch trigger fires once with the batch's net delta
+    (mode 'batch'). Subclasses say how to run one trigger of each kind."""
+
+    def __init__(self, program):
+        super().__init__(program.relations, program.queries)
+        self.program = program
+        self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
+
+    def _apply(self, batch: Batch) -> None:
+        rel = batch.relation.upper()
+        if self.program.mode == "batch":
+            trig = self.triggers.get(("batch", rel))
+            if trig is not None:
+                self._run_batch(trig, rel, net_delta(batch))
+            return
+        for sign, row in batch.rows():
+            trig = self.triggers.get(("insert" if sign > 0 else "delete", rel))
+            if trig is not None:
+                self._run_tuple(trig, row)
+
+    @abstractmethod
+    def _run_tuple(self, trigger, row: tuple) -> None: ...
+
+    @abstractmethod
+    def _run_batch(self, trigger, relation: str, delta: dict) -> None: ...
+
+
 def _cast(v, t: Type):
     if t == INT:
         return int(v)

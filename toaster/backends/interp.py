@@ -3,37 +3,25 @@ from __future__ import annotations
 
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.calculus.m3 import M3Program
-from toaster.engine import Engine
-from toaster.runtime.batch import Batch
+from toaster.engine import TriggerEngine
 
 
-class InterpEngine(Engine):
+class InterpEngine(TriggerEngine):
     backend = "interp"
 
     def __init__(self, program: M3Program):
-        super().__init__(program.relations, program.queries)
-        self.program = program
+        super().__init__(program)
         self.db = Database(maps={m.name: {} for m in program.maps})
-        self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
 
-    def _apply(self, batch: Batch) -> None:
-        rel = batch.relation.upper()
-        if self.program.mode == "batch":
-            delta: dict = {}
-            for sign, row in batch.rows():
-                delta[row] = delta.get(row, 0) + sign
-            self.db.deltas[rel] = {k: v for k, v in delta.items() if v != 0}
-            try:
-                trig = self.triggers.get(("batch", rel))
-                if trig is not None:
-                    self._run(trig, {})
-            finally:
-                self.db.deltas.pop(rel, None)
-            return
-        for sign, row in batch.rows():
-            trig = self.triggers.get(("insert" if sign > 0 else "delete", rel))
-            if trig is not None:
-                self._run(trig, dict(zip(trig.event.args, row)))
+    def _run_tuple(self, trigger, row: tuple) -> None:
+        self._run(trigger, dict(zip(trigger.event.args, row)))
+
+    def _run_batch(self, trigger, relation: str, delta: dict) -> None:
+        self.db.deltas[relation] = delta
+        try:
+            self._run(trigger, {})
+        finally:
+            self.db.deltas.pop(relation, None)
 
     def _run(self, trigger, env: dict) -> None:
         for stmt in trigger.statements:

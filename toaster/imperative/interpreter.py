@@ -10,7 +10,7 @@ A debugging engine that pins down the IR's meaning for the native backends:
 """
 from __future__ import annotations
 
-from toaster.engine import Engine
+from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapClear, ImpProgram, delta_map_name)
@@ -66,40 +66,25 @@ class ImpInterpreter:
                     raise UnsupportedError(f"imperative statement {type(s).__name__}")
 
 
-class ImpEngine(Engine):
+class ImpEngine(TriggerEngine):
     backend = "imp"
 
     def __init__(self, program: ImpProgram):
-        super().__init__(program.relations, program.queries)
-        self.program = program
+        super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
         self.interp = ImpInterpreter(self.maps)
-        self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
 
-    def _run(self, trig, args) -> None:
-        env = {p.name: a for p, a in zip(trig.params, args)}
+    def _run_tuple(self, trig, row: tuple) -> None:
+        env = {p.name: a for p, a in zip(trig.params, row)}
         self.interp.run(trig.body, env)
 
-    def _apply(self, batch) -> None:
-        rel = batch.relation.upper()
-        if self.program.mode == "batch":
-            trig = self.triggers.get(("batch", rel))
-            if trig is None:
-                return
-            delta = self.maps[delta_map_name(rel)]
-            for s, row in batch.rows():
-                delta[row] = delta.get(row, 0) + s
-            for k in [k for k, v in delta.items() if v == 0]:
-                del delta[k]
-            try:
-                self._run(trig, ())
-            finally:
-                delta.clear()
-            return
-        for s, row in batch.rows():
-            trig = self.triggers.get(("insert" if s > 0 else "delete", rel))
-            if trig is not None:
-                self._run(trig, row)
+    def _run_batch(self, trig, relation: str, delta: dict) -> None:
+        table = self.maps[delta_map_name(relation)]
+        table.update(delta)
+        try:
+            self.interp.run(trig.body, {})
+        finally:
+            table.clear()
 
     def read_map(self, name: str) -> dict:
         if name not in self.maps:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from toaster.engine import Engine
+from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import delta_map_name
 from toaster.types import INT, FLOAT
@@ -166,41 +166,28 @@ class K3Interpreter:
         raise TypeError(f"not a K3 expression: {e!r}")
 
 
-class K3Engine(Engine):
+class K3Engine(TriggerEngine):
     backend = "k3"
 
     def __init__(self, program: K3Program):
-        super().__init__(program.relations, program.queries)
-        self.program = program
+        super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
         self.interp = K3Interpreter(self.maps)
-        self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
 
-    def _run(self, trig, args):
-        env = {p.name: a for p, a in zip(trig.params, args)}
+    def _run_tuple(self, trig, row: tuple) -> None:
+        self._run(trig, {p.name: a for p, a in zip(trig.params, row)})
+
+    def _run_batch(self, trig, relation: str, delta: dict) -> None:
+        table = self.maps[delta_map_name(relation)]
+        table.update(delta)
+        try:
+            self._run(trig, {})
+        finally:
+            table.clear()
+
+    def _run(self, trig, env: dict) -> None:
         for st in trig.body:
             self.interp.eval(st, env)
-
-    def _apply(self, batch) -> None:
-        rel = batch.relation.upper()
-        if self.program.mode == "batch":
-            trig = self.triggers.get(("batch", rel))
-            if trig is None:
-                return
-            delta = self.maps[delta_map_name(rel)]
-            for s, row in batch.rows():
-                delta[row] = delta.get(row, 0) + s
-            for k in [k for k, v in delta.items() if v == 0]:
-                del delta[k]
-            try:
-                self._run(trig, ())
-            finally:
-                delta.clear()
-            return
-        for s, row in batch.rows():
-            trig = self.triggers.get(("insert" if s > 0 else "delete", rel))
-            if trig is not None:
-                self._run(trig, row)
 
     def read_map(self, name: str) -> dict:
         return {k: v for k, v in self.maps[name].items() if v != 0}
