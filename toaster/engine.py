@@ -120,6 +120,14 @@ class Engine(ABC):
         q = next((q for q in self.queries if q.name == name), None)
         if q is None:
             raise KeyError(name)
+        if q.value_terms is None:
+            rows = self._simple_rows(q)
+        else:
+            rows = self._term_rows(q)
+        return ResultTable(q.name, tuple(c.name for c in q.columns), tuple(c.type for c in q.columns),
+                           len(q.key_columns), tuple(rows))
+
+    def _simple_rows(self, q) -> list:
         per_map = [self.read_map(m) for m in q.value_maps]
         keys = set()
         for d in per_map:
@@ -131,8 +139,35 @@ class Engine(ABC):
                 continue
             rows.append(tuple(k) + tuple(_cast(v, c.type) for v, c in zip(vals, q.value_columns)))
         rows.sort(key=_sort_key)
-        return ResultTable(q.name, tuple(c.name for c in q.columns), tuple(c.type for c in q.columns),
-                           len(q.key_columns), tuple(rows))
+        return rows
+
+    def _term_rows(self, q) -> list:
+        """Reconstitute a piecewise-materialized result (toaster.calculus.results)."""
+        from toaster.calculus.results import RowContext, eval_result
+        nk = len(q.key_columns)
+        maps = {m: self.read_map(m) for m in q.value_maps}
+        ctx = RowContext(maps, nk)
+        if nk == 0:
+            keys = {()}
+        elif q.group_map is not None:
+            keys = {tuple(k) for k, v in maps[q.group_map].items() if v != 0}
+        else:
+            keys = {tuple(k[:nk]) for d in maps.values() for k, v in d.items() if v != 0}
+        rows = []
+        for k in keys:
+            if q.having is not None and not eval_result(q.having, k, ctx):
+                continue
+            vals = tuple(_cast(eval_result(t, k, ctx), c.type) for t, c in zip(q.value_terms, q.value_columns))
+            if all(isinstance(v, (int, float)) and v == 0 for v in vals):
+                continue
+            rows.append(k + vals)
+        rows.sort(key=_sort_key)
+        for term, descending in reversed(q.order_by):
+            # stable sorts from the last ORDER BY item to the first
+            rows.sort(key=lambda r: _sort_key((eval_result(term, r[:nk], ctx),)), reverse=descending)
+        if q.limit is not None:
+            rows = rows[:q.limit]
+        return rows
 
     def close(self) -> None:
         pass

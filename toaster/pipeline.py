@@ -43,8 +43,8 @@ def _resolve_sql(ir: SqlStage, options: Options) -> SqlStage:
 
 @pass_("sql_to_calc", "sql", "calc", description="resolved SQL -> AGCA query maps")
 def _sql_to_calc(ir: SqlStage, options: Options):
-    from toaster.calculus.from_sql import sql_to_calc
-    return sql_to_calc(ir.program.relations, ir.queries)
+    from toaster.calculus.sql_results import sql_to_calc
+    return sql_to_calc(ir.program.relations, ir.queries, getattr(ir.program, "functions", ()))
 
 
 @pass_("simplify_calc", "calc", description="unification, partial evaluation, expansion of query maps")

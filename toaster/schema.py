@@ -48,14 +48,24 @@ class ResultColumn:
 class QueryResult:
     """How one SELECT is reported: key columns then value columns.
 
-    Every value column is a materialized map (value_maps[i]) keyed by all the key columns, in
-    order. A row is reported for each key whose values are not all zero.
+    Simple case: every value column is a materialized map (value_maps[i]) keyed by all the key
+    columns, in order. General case (value_terms set): each value column is a result term over
+    maps keyed by the key columns (or by the key columns plus extra positions, reduced on read:
+    MIN/MAX/COUNT DISTINCT), the groups are the nonzero keys of group_map, `having` filters rows
+    and order_by/limit are applied when the result is read. A row is reported for each key whose
+    values are not all zero.
     """
     name: str                  # 'QUERY_1', 'QUERY_2', ...
     key_columns: tuple         # tuple[ResultColumn, ...]
     value_columns: tuple       # tuple[ResultColumn, ...]
-    value_maps: tuple          # tuple[str, ...] map names, parallel to value_columns
-    order_by: tuple = field(default=())  # reserved for later issues
+    value_maps: tuple          # tuple[str, ...] maps read (parallel to value_columns when
+                               # value_terms is None)
+    order_by: tuple = field(default=())  # tuple[(result term, descending)] applied on read
+    value_terms: tuple | None = None     # per value column a result term over the maps
+                                         # (toaster.calculus.results), e.g. SUM/COUNT for AVG
+    group_map: str | None = None         # a map whose nonzero keys are exactly the groups
+    having: object | None = None         # a result condition (rows where it is 0 are dropped)
+    limit: int | None = None
 
     @property
     def columns(self) -> tuple:

@@ -6,9 +6,10 @@ delta(Q, event) is an expression equal to Q(D + ΔD) - Q(D) for the event's upda
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, ZERO,
+from toaster.calculus.ir import (AggSum, Cmp, Const, Extremum, relations, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, ZERO,
                                  is_zero, mk_prod, mk_sum, neg)
 from toaster.calculus.m3 import Event
+from toaster.errors import UnsupportedError
 from toaster.types import INT
 
 
@@ -31,6 +32,11 @@ def delta(e, event: Event):
         case AggSum(gs, q):
             d = delta(q, event)
             return ZERO if is_zero(d) else AggSum(gs, d)
+        case Extremum(kind, _, _, q):
+            if event.relation not in relations(q):
+                return ZERO
+            raise UnsupportedError(f"incremental maintenance of a nested {kind.upper()} (the calculus "
+                                   "evaluator, --backend calc, runs it)")
         case Lift(x, q):
             d = delta(q, event)
             if is_zero(d):

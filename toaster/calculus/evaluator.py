@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, schema)
+from toaster.calculus.functions import call
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
 
@@ -57,8 +58,9 @@ def eval_term(t, env: dict):
             return _num(eval_term(a, env) - eval_term(b, env), ty)
         case Arith("/", (a, b), _):
             return divide(float(eval_term(a, env)), float(eval_term(b, env)))
-        case Func(name, _, _):
-            raise UnsupportedError(f"function {name} in the calculus evaluator")
+        case Func(name, args, ty):
+            v = call(name, [eval_term(a, env) for a in args])
+            return float(v) if ty == FLOAT and not isinstance(v, str) else v
     raise TypeError(f"not a term: {t!r}")
 
 
@@ -139,6 +141,20 @@ def _ev(e, db: Database, env: dict):
             outs = tuple(g for g in gs if g not in env)
             for key, val in _group(q, db, env, outs).items():
                 yield dict(zip(outs, key)), val
+        case Extremum(kind, gs, t, q):
+            outs = tuple(g for g in gs if g not in env)
+            pick = min if kind == "min" else max
+            best: dict = {}
+            support: dict = {}
+            for b, v in _ev(q, db, env):
+                key = tuple(b[o] if o in b else env[o] for o in outs)
+                x = eval_term(t, {**env, **b})
+                support[(key, x)] = support.get((key, x), 0) + v
+            for (key, x), m in support.items():
+                if m > 0:
+                    best[key] = x if key not in best else pick(best[key], x)
+            for key, x in best.items():
+                yield dict(zip(outs, key)), x
         case _:
             raise TypeError(f"not a calculus expression: {e!r}")
 

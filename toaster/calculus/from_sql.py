@@ -1,21 +1,29 @@
-"""Lowering `sql_to_calc`: resolved SELECTs -> AGCA query maps (VLDBJ'14 §3.2).
+"""Lowering `sql_to_calc`: resolved SQL -> AGCA (VLDBJ'14 §3.2, Hot Dog §3.1).
 
-Each FROM item becomes a relation atom over fresh variables named ALIAS_COLUMN, WHERE
-conjuncts become comparisons (equalities are later unified away), and each aggregate target
-becomes one map  NAME[keys] := AggSum([keys], atoms * conditions * aggregated value).
+* FROM items become relation atoms over variables ALIAS_COLUMN (aliases are unique in the
+  program); FROM subqueries become their row expressions; WHERE becomes a 0/1-valued factor.
+* Conditions: AND is a product, OR is a + b - a*b, NOT is 1 - c, EXISTS / IN / SOME / ALL
+  count matching rows of the subquery into a lifted variable and compare it with 0.
+* Scalar subqueries, CASE and other values that need an aggregate are lifted into fresh
+  variables (x := Q) placed before the factor that uses them.
+* A top-level aggregate query is materialized piecewise (VLDBJ'14 Alg. 2): one map per
+  SUM / COUNT, AVG as SUM and COUNT, MIN / MAX / COUNT(DISTINCT) as value-multiplicity maps
+  keyed by the group and the value (exact under deletions), reconstituted on read by result
+  terms (toaster.calculus.results). Nested aggregates use AggSum / Extremum inside lifts.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Prod, Rel, Value, Var, expr_type,
-                                 mk_prod, ONE, ZERO)
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Extremum, Func, Lift, Prod, Rel, Sum,
+                                 Value, Var, expr_type, mk_prod, mk_sum, neg, ONE, ZERO)
 from toaster.calculus.m3 import MapDecl
+from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
-from toaster.types import INT, FLOAT
+from toaster.types import BOOL, FLOAT, INT, STRING, promote
 
 
 @dataclass(frozen=True)
@@ -30,74 +38,338 @@ def column_var(ref: A.ColumnRef) -> Var:
     return Var(f"{ref.source}_{ref.name}", ref.type)
 
 
-def sql_term(e):
-    """SQL scalar expression -> calculus value term."""
-    match e:
-        case A.Literal(v, t):
-            return Const(v, t)
-        case A.ColumnRef():
-            return column_var(e)
-        case A.BinaryOp(op, l, r, _, t):
-            return Arith(op, (sql_term(l), sql_term(r)), t)
-        case A.Negate(a, _, t):
-            return Arith("neg", (sql_term(a),), t)
-    raise UnsupportedError(f"expression {type(e).__name__}",
-                           line=getattr(getattr(e, "pos", None), "line", None))
+def _unsupported(what: str, node=None):
+    pos = getattr(node, "pos", None)
+    return UnsupportedError(what, line=getattr(pos, "line", None) or None,
+                            column=getattr(pos, "column", None) or None)
 
 
-def _value_factors(e) -> list:
-    """Split a product into separate Value factors so that decomposition can place them."""
-    if isinstance(e, A.BinaryOp) and e.op == "*":
-        return _value_factors(e.left) + _value_factors(e.right)
-    if isinstance(e, A.Literal) and e.value == 1:
-        return []
-    return [Value(sql_term(e))]
+def _is_select(q) -> bool:
+    return isinstance(q, A.Select)
 
 
-def _cond_factors(c) -> list:
-    match c:
-        case None:
-            return []
-        case A.Comparison(op, l, r):
-            return [Cmp(op, sql_term(l), sql_term(r))]
-        case A.And(args):
-            out = []
-            for a in args:
-                out.extend(_cond_factors(a))
-            return out
-        case A.BoolConst(v):
-            return [] if v else [ZERO]
-    raise UnsupportedError(f"condition {type(c).__name__}")
+class Translator:
+    def __init__(self, relations, functions=()):
+        self.relations = {r.name: r for r in relations}
+        self.functions = {f.name: f for f in functions}
+        self.counter = 0
 
+    def fresh(self, stem: str, t) -> Var:
+        self.counter += 1
+        return Var(f"__{stem}{self.counter}", t)
 
-def query_to_calc(q: ResolvedQuery) -> tuple[list, QueryResult]:
-    sel = q.select
-    atoms = []
-    for alias, decl in q.aliases:
-        atoms.append(Rel(decl.name, tuple(Var(f"{alias}_{c.name}", c.type) for c in decl.columns)))
-    conds = _cond_factors(sel.where)
-    keys = tuple(column_var(c) for _, c in q.key_columns)
-    maps, value_cols = [], []
-    for name, agg in q.value_columns:
-        if agg is None or agg.func == "COUNT":
-            value = []
-        elif agg.func == "SUM":
-            value = _value_factors(agg.args[0])
+    # ------------------------------------------------------------- values
+    def term(self, e, aggs: dict | None = None) -> tuple[list, object]:
+        """(factors that must precede it, value term). `aggs` maps aggregate calls and group
+        expressions to the variables (or terms) that hold their values."""
+        if aggs is not None and e in aggs:
+            return [], aggs[e]
+        match e:
+            case A.Literal(v, t):
+                return [], Const(v, t)
+            case A.ColumnRef():
+                return [], column_var(e)
+            case A.BinaryOp(op, l, r, _, t):
+                fl, tl = self.term(l, aggs)
+                fr, tr = self.term(r, aggs)
+                return fl + fr, Arith(op, (tl, tr), t)
+            case A.Negate(a, _, t):
+                f, ta = self.term(a, aggs)
+                return f, Arith("neg", (ta,), t)
+            case A.AggCall():
+                raise _unsupported("an aggregate in this position", e)
+            case A.FuncCall(name, args, _, t):
+                pre, terms = [], []
+                for a in args:
+                    f, ta = self.term(a, aggs)
+                    pre += f
+                    terms.append(ta)
+                decl = self.functions.get(name)
+                fname = decl.external.lower() if decl is not None else name
+                if name == "cast_string" and args and args[0].type is not None and str(args[0].type) == "date":
+                    terms.append(Const("date", STRING))
+                return pre, Func(fname, tuple(terms), t)
+            case A.Case(whens, else_, _, t):
+                if not t.is_numeric:
+                    raise _unsupported(f"CASE with {t} results", e)
+                z = self.fresh("case", t)
+                return [Lift(z, self.case_expr(whens, else_, aggs))], z
+            case A.ScalarSubquery(q, _, t):
+                calc = self.scalar(q)
+                z = self.fresh("sub", t if t is not None else expr_type(calc))
+                return [Lift(z, calc)], z
+        raise _unsupported(f"expression {type(e).__name__}", e)
+
+    def value(self, e, aggs=None):
+        """e as a calculus factor; a product is split into one factor per operand so that
+        decomposition can place each factor with the relation it reads."""
+        if isinstance(e, A.BinaryOp) and e.op == "*" and (aggs is None or e not in aggs):
+            return mk_prod([self.value(e.left, aggs), self.value(e.right, aggs)])
+        if isinstance(e, A.Literal) and e.value == 1 and e.type == INT:
+            return ONE
+        pre, t = self.term(e, aggs)
+        return mk_prod(pre + [Value(t)])
+
+    def case_expr(self, whens, else_, aggs):
+        terms, none_before = [], []
+        for cond, val in whens:
+            c = self.cond(cond, aggs)
+            terms.append(mk_prod(none_before + [c, self.value(val, aggs)]))
+            none_before = none_before + [mk_sum([ONE, neg(c)])]
+        if else_ is not None:
+            terms.append(mk_prod(none_before + [self.value(else_, aggs)]))
+        return AggSum((), mk_sum(terms))
+
+    # --------------------------------------------------------- conditions
+    def cond(self, c, aggs=None):
+        """A 0/1-valued calculus expression without output variables."""
+        match c:
+            case None:
+                return ONE
+            case A.Comparison(op, l, r):
+                fl, tl = self.term(l, aggs)
+                fr, tr = self.term(r, aggs)
+                return mk_prod(fl + fr + [Cmp(op, tl, tr)])
+            case A.And(args):
+                return mk_prod([self.cond(a, aggs) for a in args])
+            case A.Or(args):
+                acc = self.cond(args[0], aggs)
+                for a in args[1:]:
+                    b = self.cond(a, aggs)
+                    acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
+                return acc
+            case A.NotCond(a):
+                return mk_sum([ONE, neg(self.cond(a, aggs))])
+            case A.BoolConst(v):
+                return ONE if v else ZERO
+            case A.Like(e, pattern, negated):
+                f, t = self.term(e, aggs)
+                test = Cmp("=", Func("like", (t, Const(pattern, STRING)), INT), Const(1, INT))
+                return mk_prod(f + [Cmp("!=" if negated else "=", test.left, test.right)])
+            case A.Exists(q, negated):
+                outs, rows = self.rows(q)
+                return self._count_test(AggSum((), rows), negated)
+            case A.InQuery(e, q, negated):
+                f, t = self.term(e, aggs)
+                outs, rows = self.rows(q)
+                if len(outs) != 1:
+                    raise _unsupported("IN over a subquery with several columns", c)
+                return mk_prod(f + [self._count_test(AggSum((), mk_prod([rows, Cmp("=", outs[0], t)])), negated)])
+            case A.Quantified(op, e, quant, q):
+                f, t = self.term(e, aggs)
+                outs, rows = self.rows(q)
+                if len(outs) != 1:
+                    raise _unsupported(f"{quant} over a subquery with several columns", c)
+                match_ = Cmp(op, t, outs[0])
+                if quant == "ALL":
+                    failing = AggSum((), mk_prod([rows, mk_sum([ONE, neg(match_)])]))
+                    return mk_prod(f + [self._count_test(failing, True)])
+                return mk_prod(f + [self._count_test(AggSum((), mk_prod([rows, match_])), False)])
+        raise _unsupported(f"condition {type(c).__name__}", c)
+
+    def _count_test(self, count_expr, zero: bool):
+        z = self.fresh("cnt", INT)
+        return mk_prod([Lift(z, count_expr), Cmp("=" if zero else "!=", z, Const(0, INT))])
+
+    # --------------------------------------------------------------- FROM
+    def body(self, sel: A.Select) -> list:
+        factors = []
+        for item in sel.from_items:
+            if isinstance(item, A.RelItem):
+                decl = self.relations[item.relation]
+                factors.append(Rel(decl.name, tuple(Var(f"{item.alias}_{c.name}", c.type) for c in decl.columns)))
+            elif isinstance(item, A.SubqueryItem):
+                outs, rows = self.rows(item.query)
+                names = output_names(item.query)
+                want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
+                factors.append(_rename_outputs(rows, outs, want))
+            else:
+                raise _unsupported(f"FROM item {type(item).__name__}", item)
+        c = self.cond(sel.where)
+        if c != ONE:
+            factors.append(c)
+        return factors
+
+    # --------------------------------------------------------------- rows
+    def rows(self, q) -> tuple[tuple, object]:
+        """(output variables, expression whose value is each output row's multiplicity)."""
+        if isinstance(q, A.SetOp):
+            return self.setop_rows(q)
+        sel = q
+        if _is_aggregate(sel):
+            outs, expr = self.agg_rows(sel)
         else:
-            raise UnsupportedError(f"{agg.func} aggregate", line=agg.pos.line, column=agg.pos.column)
-        body = mk_prod(atoms + conds + value)
-        t = expr_type(body)
-        maps.append(MapDecl(name, keys, t, AggSum(keys, body), role="query"))
-        value_cols.append(ResultColumn(name, t))
-    key_cols = tuple(ResultColumn(n, c.type) for n, c in q.key_columns)
-    result = QueryResult(q.name, key_cols, tuple(value_cols), tuple(m.name for m in maps))
-    return maps, result
+            base = self.body(sel)
+            outs, lifts = self.target_vars([t.expr for t in sel.targets], None)
+            expr = AggSum(tuple(outs), mk_prod(base + lifts))
+        if sel.distinct:
+            expr = _distinct(outs, expr, self)
+        if sel.order_by or sel.limit is not None:
+            if sel.limit is not None:
+                raise _unsupported("LIMIT inside a subquery", sel)
+        return tuple(outs), expr
+
+    def target_vars(self, exprs, aggs) -> tuple[list, list]:
+        outs, lifts = [], []
+        for e in exprs:
+            if isinstance(e, A.ColumnRef) and column_var(e) not in outs and aggs is None:
+                outs.append(column_var(e))
+                continue
+            pre, t = self.term(e, aggs)
+            v = self.fresh("t", t.type)
+            lifts += pre + [Lift(v, Value(t))]
+            outs.append(v)
+        return outs, lifts
+
+    def group_keys(self, sel: A.Select) -> tuple[list, list, dict]:
+        """Group variables, the lifts that define expression keys, and expr -> var."""
+        gvars, lifts, by_expr = [], [], {}
+        for g in sel.group_by:
+            if isinstance(g, A.ColumnRef):
+                v = column_var(g)
+            else:
+                pre, t = self.term(g)
+                v = self.fresh("g", t.type)
+                lifts += pre + [Lift(v, Value(t))]
+            by_expr[g] = v
+            if v not in gvars:
+                gvars.append(v)
+        return gvars, lifts, by_expr
+
+    def agg_rows(self, sel: A.Select) -> tuple[list, object]:
+        gvars, glifts, by_expr = self.group_keys(sel)
+        base = mk_prod(self.body(sel) + glifts)
+        factors = []
+        if gvars:
+            factors.append(Lift(self.fresh("grp", INT), AggSum(tuple(gvars), base)))
+        aggs: dict = dict(by_expr)
+        for call in _agg_calls([t.expr for t in sel.targets] + [sel.having]):
+            if call in aggs:
+                continue
+            calc = self.aggregate(call, base)
+            v = self.fresh("agg", call.type if call.func != "AVG" else FLOAT)
+            factors.append(Lift(v, calc))
+            aggs[call] = v
+        if sel.having is not None:
+            factors.append(self.cond(sel.having, aggs))
+        outs, lifts = self.target_vars([t.expr for t in sel.targets], aggs)
+        return outs, AggSum(tuple(outs), mk_prod(factors + lifts))
+
+    def aggregate(self, call: A.AggCall, base):
+        """A scalar expression for the aggregate over `base` (group variables bound outside)."""
+        match call.func:
+            case "SUM":
+                return AggSum((), mk_prod([base, self.value(call.args[0])]))
+            case "COUNT" if call.distinct:
+                outs, lifts = self.target_vars(list(call.args), None)
+                inner = AggSum(tuple(outs), mk_prod([base] + lifts))
+                return AggSum((), Lift(self.fresh("d", INT), inner))
+            case "COUNT":
+                return AggSum((), base)
+            case "AVG":
+                s = self.fresh("s", FLOAT)
+                n = self.fresh("n", INT)
+                return AggSum((), mk_prod([
+                    Lift(s, AggSum((), mk_prod([base, self.value(call.args[0])]))),
+                    Lift(n, AggSum((), base)),
+                    Value(Arith("/", (s, n), FLOAT))]))
+            case "MIN" | "MAX":
+                pre, t = self.term(call.args[0])
+                return Extremum(call.func.lower(), (), t, mk_prod([base] + pre))
+        raise _unsupported(f"aggregate {call.func}", call)
+
+    def scalar(self, q):
+        """A scalar subquery: one aggregate value (0 over no rows)."""
+        if not _is_select(q) or not _is_aggregate(q) or q.group_by or len(q.targets) != 1:
+            raise _unsupported("a scalar subquery that is not a single ungrouped aggregate", q)
+        base = mk_prod(self.body(q))
+        target = q.targets[0].expr
+        if isinstance(target, A.AggCall):
+            return self.aggregate(target, base)
+        aggs, lifts = {}, []
+        for call in _agg_calls([target]):
+            if call not in aggs:
+                v = self.fresh("agg", call.type if call.func != "AVG" else FLOAT)
+                lifts.append(Lift(v, self.aggregate(call, base)))
+                aggs[call] = v
+        return AggSum((), mk_prod(lifts + [self.value(target, aggs)]))
+
+    def setop_rows(self, q: A.SetOp):
+        lo, le = self.rows(q.left)
+        ro, re_ = self.rows(q.right)
+        if len(lo) != len(ro):
+            raise _unsupported(f"{q.op} of queries with different column counts", q)
+        common = tuple(self.fresh("u", promote(a.type, b.type) if a.type.is_numeric and b.type.is_numeric
+                                   else a.type) for a, b in zip(lo, ro))
+        left = _rename_outputs(le, lo, common)
+        right = _rename_outputs(re_, ro, common)
+        if q.op == "UNION ALL":
+            return common, AggSum(common, mk_sum([left, right]))
+        if q.op == "UNION":
+            return common, _distinct(common, AggSum(common, mk_sum([left, right])), self)
+        c1, c2 = self.fresh("l", INT), self.fresh("r", INT)
+        test = Cmp("!=" if q.op == "INTERSECT" else "=", c2, Const(0, INT))
+        return common, AggSum(common, mk_prod([Lift(c1, AggSum(common, left)),
+                                                Lift(c2, AggSum(common, right)), test]))
 
 
-def sql_to_calc(relations, queries) -> CalcProgram:
-    maps, results = [], []
-    for q in queries:
-        ms, r = query_to_calc(q)
-        maps.extend(ms)
-        results.append(r)
-    return CalcProgram(tuple(relations), tuple(maps), tuple(results))
+# ------------------------------------------------------------------ helpers
+
+def _is_aggregate(sel: A.Select) -> bool:
+    return bool(sel.group_by) or bool(_agg_calls([t.expr for t in sel.targets] + [sel.having]))
+
+
+def _agg_calls(nodes) -> list:
+    """AggCalls in expressions/conditions, outermost only (in order, without duplicates)."""
+    out = []
+
+    def walk(n):
+        match n:
+            case A.AggCall():
+                if n not in out:
+                    out.append(n)
+            case A.BinaryOp(_, l, r) | A.Comparison(_, l, r):
+                walk(l)
+                walk(r)
+            case A.Negate(a) | A.NotCond(a):
+                walk(a)
+            case A.And(args) | A.Or(args) | A.FuncCall(_, args):
+                for a in args:
+                    walk(a)
+            case A.Case(whens, else_):
+                for c, v in whens:
+                    walk(c)
+                    walk(v)
+                walk(else_)
+            case A.Like(e) | A.InQuery(e) | A.Quantified(_, e):
+                walk(e)
+    for n in nodes:
+        walk(n)
+    return out
+
+
+def _distinct(outs, expr, tr: Translator):
+    """Each row of expr once."""
+    return AggSum(tuple(outs), Lift(tr.fresh("dist", INT), expr))
+
+
+def _rename_outputs(expr, outs, want):
+    """expr with output variables `outs` re-exposed as `want` (lifts, projected)."""
+    if tuple(outs) == tuple(want):
+        return expr
+    return AggSum(tuple(want), mk_prod([expr] + [Lift(w, Value(o)) for o, w in zip(outs, want)]))
+
+
+def output_names(q) -> list:
+    """Output column names of a (resolved) query: alias, else column name, else generated."""
+    if isinstance(q, A.SetOp):
+        return output_names(q.left)
+    names = []
+    for i, t in enumerate(q.targets, start=1):
+        if t.alias:
+            names.append(t.alias)
+        elif isinstance(t.expr, A.ColumnRef):
+            names.append(t.expr.name)
+        else:
+            names.append(f"__COLUMN_{i}")
+    return names

@@ -116,7 +116,18 @@ class AggSum:
     expr: object
 
 
-Expr = Union[Rel, DeltaRel, MapRef, Value, Cmp, Lift, Sum, Prod, AggSum]
+@dataclass(frozen=True, slots=True)
+class Extremum:
+    """kind 'min' | 'max' of `term` over the bindings of `expr` with positive multiplicity,
+    grouped by `group` as in AggSum (nested MIN/MAX; the value may be any scalar type, so it
+    is only used as the source of a Lift)."""
+    kind: str
+    group: tuple
+    term: object
+    expr: object
+
+
+Expr = Union[Rel, DeltaRel, MapRef, Value, Cmp, Lift, Sum, Prod, AggSum, Extremum]
 
 ZERO = Value(Const(0, INT))
 ONE = Value(Const(1, INT))
@@ -176,6 +187,8 @@ def all_vars(e) -> set:
             return out
         case AggSum(gs, q):
             return set(gs) | all_vars(q)
+        case Extremum(_, gs, t, q):
+            return set(gs) | term_vars(t) | all_vars(q)
     raise TypeError(f"not a calculus expression: {e!r}")
 
 
@@ -210,8 +223,10 @@ def schema(e, bound: frozenset | set = frozenset()) -> tuple[set, set]:
                 ins |= ti
                 outs |= to
             return ins, outs
-        case AggSum(gs, q):
+        case AggSum(gs, q) | Extremum(_, gs, _, q):
             qi, qo = schema(q, bound)
+            if isinstance(e, Extremum):
+                qi = qi | (term_vars(e.term) - qo - bound)
             return qi, set(gs) & (qo | bound) - bound
     raise TypeError(f"not a calculus expression: {e!r}")
 
@@ -231,6 +246,8 @@ def expr_type(e) -> Type:
             return FLOAT if any(expr_type(t) == FLOAT for t in ts) else INT
         case AggSum(_, q):
             return expr_type(q)
+        case Extremum(_, _, t, _):
+            return t.type
     raise TypeError(f"not a calculus expression: {e!r}")
 
 
@@ -241,7 +258,7 @@ def relations(e) -> set:
             return {n}
         case DeltaRel() | MapRef() | Value() | Cmp():
             return set()
-        case Lift(_, q) | AggSum(_, q):
+        case Lift(_, q) | AggSum(_, q) | Extremum(_, _, _, q):
             return relations(q)
         case Sum(ts) | Prod(ts):
             out = set()

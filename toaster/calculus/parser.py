@@ -11,7 +11,7 @@ from functools import lru_cache
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
 
-from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, expr_type)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.errors import SqlSyntaxError, SemanticError
@@ -49,6 +49,8 @@ start_expr: expr
      | "(" expr ("+" expr)+ ")"                         -> sum
      | "(" expr ("*" expr)+ ")"                         -> prod
      | "AggSum" "(" "[" [NAME ("," NAME)*] "]" "," expr ")" -> aggsum
+     | EXT_KIND "(" "[" [NAME ("," NAME)*] "]" "," term "," expr ")" -> extremum
+EXT_KIND: "AggMin" | "AggMax"
 CMP: "<=" | ">=" | "!=" | "=" | "<" | ">"
 
 ?term: sum_t
@@ -68,7 +70,7 @@ MUL: "*" | "/"
        | "(" term ")" -> paren_t
 
 TYPE: "int" | "float" | "date" | "string" | "bool"
-NAME: /(?!(AggSum|DELTA|DATE|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/
 SIGNED_FLOAT.2: /-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)/ | /nan/
 SIGNED_INT: /-?[0-9]+/
 STRING: /'[^']*'/
@@ -170,6 +172,10 @@ class _Build(Transformer):
     def aggsum(self, c):
         return AggSum(self._names(c[:-1]), c[-1])
 
+    def extremum(self, c):
+        kind = str(c[0])[3:].lower()
+        return Extremum(kind, self._names(c[1:-2]), c[-2], c[-1])
+
     def start_expr(self, c):
         return c[0]
 
@@ -270,7 +276,7 @@ class _TypeEnv:
             case Sum(ts) | Prod(ts):
                 for t in ts:
                     self.collect(t)
-            case AggSum(_, q):
+            case AggSum(_, q) | Extremum(_, _, _, q):
                 self.collect(q)
             case Value() | Cmp():
                 pass
@@ -325,6 +331,8 @@ class _TypeEnv:
                 return Prod(tuple(self.expr(f) for f in fs))
             case AggSum(gs, q):
                 return AggSum(tuple(self.var(g) for g in gs), self.expr(q))
+            case Extremum(kind, gs, t, q):
+                return Extremum(kind, tuple(self.var(g) for g in gs), self.term(t), self.expr(q))
         raise TypeError(e)
 
 

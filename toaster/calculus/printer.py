@@ -7,7 +7,7 @@ Terms:     variables by name; 3, -3, 2.5, 'str', DATE('1995-01-01'), true/false;
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var)
 from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
 
@@ -63,6 +63,8 @@ def print_expr(e) -> str:
             return "(" + " * ".join(print_expr(f) for f in fs) + ")"
         case AggSum(gs, q):
             return f"AggSum([{_vars(gs)}], {print_expr(q)})"
+        case Extremum(kind, gs, t, q):
+            return f"Agg{kind.capitalize()}([{_vars(gs)}], {print_term(t)}, {print_expr(q)})"
     raise TypeError(f"not a calculus expression: {e!r}")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Func, Lift, MapRef, Prod, Rel,
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, ONE, ZERO, all_vars, mk_prod, mk_sum, term_vars)
 from toaster.types import FLOAT, INT, BOOL, STRING
 
@@ -59,6 +59,8 @@ def subst(e, s: dict):
             return Prod(tuple(subst(f, s) for f in fs))
         case AggSum(gs, q):
             return AggSum(tuple(_var_only(s.get(g, g)) for g in gs), subst(q, s))
+        case Extremum(kind, gs, t, q):
+            return Extremum(kind, tuple(_var_only(s.get(g, g)) for g in gs), subst_term(t, s), subst(q, s))
     raise TypeError(e)
 
 
@@ -136,10 +138,12 @@ def expand(e) -> list:
             return [[AggSum(gs, simplify_expr(q, bound=frozenset()))]]
         case Lift(v, q):
             return [[Lift(v, simplify_expr(q, bound=frozenset()))]]
+        case Extremum(kind, gs, t, q):
+            return [[Extremum(kind, gs, t, simplify_expr(q, bound=frozenset()))]]
     return [[e]]
 
 
-_ORDER = {DeltaRel: 0, Rel: 1, MapRef: 2, AggSum: 3, Lift: 4, Cmp: 5, Value: 6}
+_ORDER = {DeltaRel: 0, Rel: 1, MapRef: 2, AggSum: 3, Extremum: 3, Lift: 4, Cmp: 5, Value: 6}
 
 
 def _sort_key(f):

@@ -71,6 +71,31 @@ class FuncCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Case:
+    """Searched CASE (a simple CASE x WHEN v is normalized to x = v conditions).
+    else_ is None when absent (its value is then 0, DIALECT.md §3)."""
+    whens: tuple           # tuple[(cond, expr)]
+    else_: object | None
+    pos: Pos = field(default=NOPOS, compare=False)
+    type: Type | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSubquery:
+    """A subquery used as a value (one column; an aggregate per the dialect; over no rows: 0)."""
+    query: object          # Select | SetOp
+    pos: Pos = field(default=NOPOS, compare=False)
+    type: Type | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Star:
+    """`*` or `R.*` in a target list (parser output only: resolution expands it into columns)."""
+    qualifier: str | None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Unsupported:
     """A construct the grammar knows but the translator does not support yet."""
     what: str
@@ -106,6 +131,40 @@ class NotCond:
 
 
 @dataclass(frozen=True, slots=True)
+class InQuery:
+    """expr [NOT] IN (subquery): membership; the outer row counts once however many match."""
+    expr: object
+    query: object
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    query: object
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Quantified:
+    """expr op ALL|SOME (subquery); ANY is SOME."""
+    op: str
+    expr: object
+    quantifier: str        # 'ALL' | 'SOME'
+    query: object
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Like:
+    expr: object
+    pattern: str           # % any run, _ one character, whole string, case-sensitive
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class BoolConst:
     value: bool
     pos: Pos = field(default=NOPOS, compare=False)
@@ -128,6 +187,42 @@ class RelItem:
 
 
 @dataclass(frozen=True, slots=True)
+class SubqueryItem:
+    query: object          # Select | SetOp
+    alias: str
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """left [NATURAL | CROSS | INNER] JOIN right [ON cond] (parser output only: resolution
+    flattens joins into from_items and AND-s their conditions into WHERE)."""
+    kind: str              # 'INNER' | 'NATURAL' | 'CROSS'
+    left: object           # RelItem | SubqueryItem | Join
+    right: object          # RelItem | SubqueryItem
+    on: object | None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderItem:
+    expr: object
+    descending: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    """left UNION | UNION ALL | INTERSECT | EXCEPT right (standard SQL semantics; UNION is a set
+    union, UNION ALL a bag union)."""
+    op: str                # 'UNION' | 'UNION ALL' | 'INTERSECT' | 'EXCEPT'
+    left: object
+    right: object
+    pos: Pos = field(default=NOPOS, compare=False)
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Select:
     targets: tuple         # tuple[Target | Unsupported]
     from_items: tuple      # tuple[RelItem | Unsupported]
@@ -137,11 +232,26 @@ class Select:
     pos: Pos = field(default=NOPOS, compare=False)
     text: str = field(default="", compare=False)   # the statement's source text
     unsupported: tuple = ()  # tuple[Unsupported]: clauses parsed but not supported yet
+    having: object | None = None
+    order_by: tuple = ()   # tuple[OrderItem]
+    limit: int | None = None
+    targets_end: int = field(default=0, compare=False)  # source offset where the target list
+    # ends: generated result names are numbered in the order target lists finish (DIALECT §5)
 
 
 @dataclass(frozen=True, slots=True)
 class CreateRelation:
     decl: object           # toaster.schema.RelationDecl
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateFunction:
+    """CREATE FUNCTION name(arg type, ...) RETURNS type AS EXTERNAL 'external_name'."""
+    name: str              # lower-cased
+    arg_types: tuple       # tuple[Type]
+    return_type: Type
+    external: str
     pos: Pos = field(default=NOPOS, compare=False)
 
 
@@ -154,5 +264,6 @@ class Include:
 @dataclass(frozen=True, slots=True)
 class SqlProgram:
     relations: tuple       # tuple[RelationDecl]
-    selects: tuple         # tuple[Select]
+    selects: tuple         # tuple[Select | SetOp]
     file: str | None = None
+    functions: tuple = ()  # tuple[CreateFunction]

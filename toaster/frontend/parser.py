@@ -1,10 +1,16 @@
 """SQL text -> SQL AST with the lark grammar in sql.lark.
 
-Syntax errors become SqlSyntaxError with line and column; constructs the grammar knows but
-toaster does not support yet become UnsupportedError at their position.
+Syntax errors become SqlSyntaxError with line and column. Purely syntactic normalizations
+happen here (they need no names or types): BETWEEN -> And(>=, <=); IN (value list) -> Or of
+equalities; `<>` -> `!=`; ANY -> SOME; NOT over EXISTS / IN (subquery) / LIKE -> their negated
+flag; simple CASE -> searched CASE; EXTRACT(p FROM d) -> date_part('p', d); CAST(x AS t) ->
+cast_t(x); DATE('...') ± INTERVAL 'n' YEAR|MONTH|DAY -> a DATE literal. Constructs that are
+refused by design (outer joins, NULL) raise UnsupportedError at their position.
 """
 from __future__ import annotations
 
+import calendar
+import datetime
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -30,37 +36,65 @@ def _pos(x) -> A.Pos:
     meta = getattr(x, "meta", None)
     if meta is not None and not getattr(meta, "empty", True):
         return A.Pos(meta.line, meta.column)
-    return A.NOPOS
+    return getattr(x, "pos", A.NOPOS)
+
+
+def _mpos(meta) -> A.Pos:
+    return A.Pos(meta.line, meta.column) if not meta.empty else A.NOPOS
 
 
 def _unquote(tok: Token) -> str:
-    return str(tok)[1:-1]
+    return str(tok)[1:-1].replace("''", "'")
 
 
 def _unsupported(what: str, pos: A.Pos):
-    raise UnsupportedError(what, line=pos.line, column=pos.column)
+    raise UnsupportedError(what, line=pos.line or None, column=pos.column or None)
+
+
+def _nodes(children) -> list:
+    """The children that are AST values (not keyword tokens)."""
+    return [c for c in children if not isinstance(c, Token)]
+
+
+def _has(children, token_type: str) -> bool:
+    return any(isinstance(c, Token) and c.type == token_type for c in children)
 
 
 _CMP = {"<>": "!=", "!=": "!=", "=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_CAST_FUNCS = {INT: "cast_int", FLOAT: "cast_float", STRING: "cast_string", DATE: "cast_date"}
+_INTERVAL_UNITS = {"YEAR": "YEAR", "YEARS": "YEAR", "MONTH": "MONTH", "MONTHS": "MONTH",
+                   "DAY": "DAY", "DAYS": "DAY"}
+
+
+def add_interval(date: int, n: int, unit: str) -> int:
+    """YYYYMMDD + n units; month/year steps clamp the day to the month's end (as DuckDB does)."""
+    y, m, d = date // 10000, date // 100 % 100, date % 100
+    if unit == "DAY":
+        t = datetime.date(y, m, d) + datetime.timedelta(days=n)
+        return t.year * 10000 + t.month * 100 + t.day
+    months = y * 12 + (m - 1) + (n if unit == "MONTH" else 12 * n)
+    y, m = divmod(months, 12)
+    m += 1
+    d = min(d, calendar.monthrange(y, m)[1])
+    return y * 10000 + m * 100 + d
 
 
 class _ToAst(Transformer):
     """Parse tree -> AST. Methods get children; positions come from tokens or meta."""
 
-    def __init__(self, text: str, file: str | None, include_base: str | None):
+    def __init__(self, text: str, file: str | None):
         super().__init__()
         self.text = text
         self.file = file
-        self.include_base = include_base
+        self.intervals: dict[int, tuple] = {}   # id(Unsupported placeholder) -> (n, unit)
 
     # -------------------------------------------------------------- statements
-    @v_args(meta=True)
-    def start(self, meta, children):
+    def start(self, children):
         return list(children)
 
     @v_args(meta=True)
     def include_stmt(self, meta, children):
-        return A.Include(_unquote(children[1]), A.Pos(meta.line, meta.column))
+        return A.Include(_unquote(children[1]), _mpos(meta))
 
     @v_args(meta=True)
     def create_rel(self, meta, children):
@@ -77,7 +111,7 @@ class _ToAst(Transformer):
                 raise SemanticError(f"duplicate column {n} in {name_tok.upper()}",
                                     line=name_tok.line, column=name_tok.column)
         decl = RelationDecl(str(name_tok).upper(), tuple(cols), str(kind_tok).lower(), source)
-        return A.CreateRelation(decl, A.Pos(meta.line, meta.column))
+        return A.CreateRelation(decl, _mpos(meta))
 
     def column_def(self, children):
         name, t = children
@@ -90,12 +124,23 @@ class _ToAst(Transformer):
         except KeyError:
             raise SemanticError(f"unknown column type {tok}", line=tok.line, column=tok.column) from None
 
+    @v_args(meta=True)
+    def create_func(self, meta, children):
+        name = children[2]
+        params = [c for c in children[3:] if isinstance(c, tuple)]
+        ret = next(c for c in children if isinstance(c, A.Type if hasattr(A, "Type") else type(INT)))
+        external = _unquote(children[-1])
+        return A.CreateFunction(str(name).lower(), tuple(t for _, t in params), ret, external, _mpos(meta))
+
+    def func_param(self, children):
+        return (str(children[0]).upper(), children[1])
+
     def source(self, children):
         path = _unquote(children[2])
         framing = children[3]
         name, params = children[4]
         if framing != "line":
-            _unsupported(f"{framing} framing (only LINE DELIMITED)", _pos(children[3]) if isinstance(children[3], Token) else A.NOPOS)
+            _unsupported(f"{framing} framing (only LINE DELIMITED)", _pos(children[2]))
         return Source(path, name, params)
 
     def line_delimited(self, children):
@@ -109,52 +154,59 @@ class _ToAst(Transformer):
 
     def adaptor(self, children):
         name = str(children[0]).lower()
-        params = tuple(c for c in children[1:] if c is not None)
+        params = tuple(c for c in children[1:] if isinstance(c, tuple))
         return name, params
 
     def adaptor_param(self, children):
         return str(children[0]).lower(), _unquote(children[1])
 
     # ----------------------------------------------------------------- queries
+    def _setop(self, meta, op, left, right):
+        return A.SetOp(op, left, right, _mpos(meta), self.text[meta.start_pos:meta.end_pos])
+
     @v_args(meta=True)
-    def query_stmt(self, meta, children):
-        selects = [c for c in children if isinstance(c, A.Select)]
-        if len(selects) > 1:
-            tok = next(c for c in children if isinstance(c, Token))
-            _unsupported("UNION", _pos(tok))
-        sel = selects[0]
-        text = self.text[meta.start_pos:meta.end_pos] if not meta.empty else ""
-        return A.Select(sel.targets, sel.from_items, sel.where, sel.group_by, sel.distinct,
-                        sel.pos, text, sel.unsupported)
+    def union(self, meta, children):
+        left, right = _nodes(children)
+        return self._setop(meta, "UNION ALL" if _has(children, "ALL") else "UNION", left, right)
+
+    @v_args(meta=True)
+    def except_(self, meta, children):
+        left, right = _nodes(children)
+        return self._setop(meta, "EXCEPT", left, right)
+
+    @v_args(meta=True)
+    def intersect(self, meta, children):
+        left, right = _nodes(children)
+        return self._setop(meta, "INTERSECT", left, right)
 
     @v_args(meta=True)
     def select_query(self, meta, children):
-        pos = A.Pos(meta.line, meta.column)
-        distinct = False
-        targets, from_items, where, group_by = (), (), None, ()
-        for c in children:
-            if isinstance(c, Token) and c.type == "DISTINCT":
-                _unsupported("SELECT DISTINCT", _pos(c))
-            elif isinstance(c, tuple) and c and c[0] == "targets":
-                targets = c[1]
-            elif isinstance(c, tuple) and c and c[0] == "from":
-                from_items = c[1]
-            elif isinstance(c, tuple) and c and c[0] == "where":
-                where = c[1]
-            elif isinstance(c, tuple) and c and c[0] == "group":
-                group_by = c[1]
-        return A.Select(tuple(targets), tuple(from_items), where, tuple(group_by), distinct, pos)
+        parts = {c[0]: c for c in children if isinstance(c, tuple)}
+        targets = parts["targets"]
+        return A.Select(
+            targets=targets[1],
+            from_items=parts["from"][1] if "from" in parts else (),
+            where=parts["where"][1] if "where" in parts else None,
+            group_by=parts["group"][1] if "group" in parts else (),
+            distinct=_has(children, "DISTINCT"),
+            pos=_mpos(meta),
+            text=self.text[meta.start_pos:meta.end_pos],
+            having=parts["having"][1] if "having" in parts else None,
+            order_by=parts["order"][1] if "order" in parts else (),
+            limit=parts["limit"][1] if "limit" in parts else None,
+            targets_end=targets[2])
 
-    def target_list(self, children):
-        return ("targets", tuple(children))
+    @v_args(meta=True)
+    def target_list(self, meta, children):
+        return ("targets", tuple(children), meta.end_pos)
 
     @v_args(meta=True)
     def star_target(self, meta, children):
-        _unsupported("SELECT *", A.Pos(meta.line, meta.column))
+        return A.Target(A.Star(None, _mpos(meta)), None, _mpos(meta))
 
     @v_args(meta=True)
     def rel_star_target(self, meta, children):
-        _unsupported("SELECT R.*", A.Pos(meta.line, meta.column))
+        return A.Target(A.Star(str(children[0]).upper(), _mpos(meta)), None, _mpos(meta))
 
     @v_args(meta=True)
     def expr_target(self, meta, children):
@@ -163,90 +215,127 @@ class _ToAst(Transformer):
         for c in children[1:]:
             if isinstance(c, Token) and c.type == "NAME":
                 alias = str(c).upper()
-        return A.Target(expr, alias, A.Pos(meta.line, meta.column))
+        return A.Target(expr, alias, _mpos(meta))
 
     def from_clause(self, children):
-        return ("from", tuple(c for c in children if not isinstance(c, Token)))
+        return ("from", tuple(_nodes(children)))
 
     @v_args(meta=True)
     def rel_item(self, meta, children):
         names = [c for c in children if isinstance(c, Token) and c.type == "NAME"]
         rel = str(names[0]).upper()
         alias = str(names[1]).upper() if len(names) > 1 else rel
-        return A.RelItem(rel, alias, A.Pos(meta.line, meta.column))
+        return A.RelItem(rel, alias, _mpos(meta))
 
     @v_args(meta=True)
     def subquery_item(self, meta, children):
-        _unsupported("subquery in FROM", A.Pos(meta.line, meta.column))
+        names = [c for c in children if isinstance(c, Token) and c.type == "NAME"]
+        if not names:
+            raise SemanticError("a subquery in FROM needs an alias", line=meta.line, column=meta.column)
+        return A.SubqueryItem(_nodes(children)[0], str(names[0]).upper(), _mpos(meta))
 
     @v_args(meta=True)
     def natural_join(self, meta, children):
-        _unsupported("NATURAL JOIN", A.Pos(meta.line, meta.column))
+        left, right = _nodes(children)
+        return A.Join("NATURAL", left, right, None, _mpos(meta))
 
     @v_args(meta=True)
-    def on_join(self, meta, children):
-        _unsupported("JOIN ... ON (use a comma join with WHERE)", A.Pos(meta.line, meta.column))
+    def cross_join(self, meta, children):
+        left, right = _nodes(children)
+        return A.Join("CROSS", left, right, None, _mpos(meta))
+
+    @v_args(meta=True)
+    def inner_join(self, meta, children):
+        nodes = _nodes(children)
+        on = nodes[2] if len(nodes) > 2 else None
+        return A.Join("INNER", nodes[0], nodes[1], on, _mpos(meta))
+
+    @v_args(meta=True)
+    def outer_join(self, meta, children):
+        kind = next(str(c).upper() for c in children if isinstance(c, Token) and c.type == "OUTER_KIND")
+        tok = next(c for c in children if isinstance(c, Token) and c.type == "OUTER_KIND")
+        _unsupported(f"{kind} OUTER JOIN (outer joins)", _pos(tok))
 
     def where_clause(self, children):
         return ("where", children[1])
 
     def group_clause(self, children):
-        return ("group", tuple(c for c in children if not isinstance(c, Token)))
+        return ("group", tuple(_nodes(children)))
 
     def having_clause(self, children):
-        _unsupported("HAVING", _pos(children[0]))
+        return ("having", children[1])
 
     def order_clause(self, children):
-        _unsupported("ORDER BY", _pos(children[0]))
+        return ("order", tuple(_nodes(children)))
+
+    @v_args(meta=True)
+    def order_item(self, meta, children):
+        return A.OrderItem(children[0], _has(children, "DESC"), _mpos(meta))
 
     def limit_clause(self, children):
-        _unsupported("LIMIT", _pos(children[0]))
+        return ("limit", int(children[1]))
 
     # -------------------------------------------------------------- conditions
     def or_cond(self, children):
-        args = [c for c in children if not isinstance(c, Token)]
+        args = []
+        for c in _nodes(children):
+            args.extend(c.args if isinstance(c, A.Or) else [c])
         tok = next(c for c in children if isinstance(c, Token))
         return A.Or(tuple(args), _pos(tok))
 
     def and_cond(self, children):
         args = []
-        for c in children:
-            if isinstance(c, Token):
-                continue
+        for c in _nodes(children):
             args.extend(c.args if isinstance(c, A.And) else [c])
         tok = next(c for c in children if isinstance(c, Token))
         return A.And(tuple(args), _pos(tok))
 
     def not_cond(self, children):
-        return A.NotCond(children[1], _pos(children[0]))
+        arg, pos = children[1], _pos(children[0])
+        match arg:
+            case A.Exists() | A.InQuery() | A.Like():
+                return A.__dict__[type(arg).__name__](**{**_fields(arg), "negated": not arg.negated, "pos": pos})
+        return A.NotCond(arg, pos)
 
     def comparison(self, children):
         left, op, right = children
         return A.Comparison(_CMP[str(op)], left, right, _pos(op))
 
-    @v_args(meta=True)
-    def between(self, meta, children):
-        _unsupported("BETWEEN", A.Pos(meta.line, meta.column))
+    def quantified(self, children):
+        left, op, quant, query = children
+        q = "ALL" if str(quant).upper() == "ALL" else "SOME"
+        return A.Quantified(_CMP[str(op)], left, q, query, _pos(op))
 
-    @v_args(meta=True)
-    def in_list(self, meta, children):
-        _unsupported("IN (...)", A.Pos(meta.line, meta.column))
+    def between(self, children):
+        expr, lo, hi = _nodes(children)
+        tok = next(c for c in children if isinstance(c, Token) and c.type == "BETWEEN")
+        pos = _pos(tok)
+        cond = A.And((A.Comparison(">=", expr, lo, pos), A.Comparison("<=", expr, hi, pos)), pos)
+        return A.NotCond(cond, pos) if _has(children, "NOT") else cond
 
-    @v_args(meta=True)
-    def in_query(self, meta, children):
-        _unsupported("IN (subquery)", A.Pos(meta.line, meta.column))
+    def in_list(self, children):
+        expr, *values = _nodes(children)
+        pos = _pos(next(c for c in children if isinstance(c, Token) and c.type == "IN"))
+        eqs = tuple(A.Comparison("=", expr, v, pos) for v in values)
+        cond = eqs[0] if len(eqs) == 1 else A.Or(eqs, pos)
+        return A.NotCond(cond, pos) if _has(children, "NOT") else cond
 
-    @v_args(meta=True)
-    def exists(self, meta, children):
-        _unsupported("EXISTS", A.Pos(meta.line, meta.column))
+    def in_query(self, children):
+        expr, query = _nodes(children)
+        pos = _pos(next(c for c in children if isinstance(c, Token) and c.type == "IN"))
+        return A.InQuery(expr, query, _has(children, "NOT"), pos)
 
-    @v_args(meta=True)
-    def like(self, meta, children):
-        _unsupported("LIKE", A.Pos(meta.line, meta.column))
+    def exists(self, children):
+        return A.Exists(children[1], False, _pos(children[0]))
+
+    def like(self, children):
+        expr = children[0]
+        tok = next(c for c in children if isinstance(c, Token) and c.type == "LIKE")
+        return A.Like(expr, _unquote(children[-1]), _has(children, "NOT"), _pos(tok))
 
     @v_args(meta=True)
     def is_null(self, meta, children):
-        _unsupported("IS NULL (NULLs)", A.Pos(meta.line, meta.column))
+        _unsupported("IS NULL (NULLs)", _mpos(meta))
 
     def true_cond(self, children):
         return A.BoolConst(True, _pos(children[0]))
@@ -257,11 +346,20 @@ class _ToAst(Transformer):
     # ------------------------------------------------------------- expressions
     def binop(self, children):
         left, op, right = children
-        return A.BinaryOp(str(op), left, right, _pos(op))
+        op, pos = str(op), _pos(op)
+        li, ri = self.intervals.get(id(left)), self.intervals.get(id(right))
+        if li or ri:
+            if ri and isinstance(left, A.Literal) and left.type == DATE and op in "+-":
+                n, unit = ri
+                return A.Literal(add_interval(left.value, n if op == "+" else -n, unit), DATE, left.pos)
+            if li and isinstance(right, A.Literal) and right.type == DATE and op == "+":
+                return A.Literal(add_interval(right.value, li[0], li[1]), DATE, right.pos)
+            _unsupported("INTERVAL arithmetic other than DATE('...') ± INTERVAL 'n' YEAR|MONTH|DAY", pos)
+        return A.BinaryOp(op, left, right, pos)
 
     @v_args(meta=True)
     def negate(self, meta, children):
-        return A.Negate(children[0], A.Pos(meta.line, meta.column))
+        return A.Negate(children[0], _mpos(meta))
 
     def int_lit(self, children):
         t = children[0]
@@ -276,17 +374,64 @@ class _ToAst(Transformer):
         return A.Literal(_unquote(t), STRING, _pos(t))
 
     def date_lit(self, children):
-        t = children[1]
+        t = children[-1]
         try:
             return A.Literal(date_to_int(_unquote(t)), DATE, _pos(children[0]))
         except ValueError as e:
             raise SemanticError(str(e), line=t.line, column=t.column) from None
 
     def interval_lit(self, children):
-        _unsupported("INTERVAL", _pos(children[0]))
+        pos = _pos(children[0])
+        text, unit_tok = _unquote(children[1]).strip(), children[2]
+        unit = _INTERVAL_UNITS.get(str(unit_tok).upper())
+        if unit is None:
+            _unsupported(f"INTERVAL unit {unit_tok} (only YEAR, MONTH, DAY)", _pos(unit_tok))
+        try:
+            n = int(text)
+        except ValueError:
+            raise SemanticError(f"bad INTERVAL amount {text!r} (expected an integer)",
+                                line=pos.line, column=pos.column) from None
+        node = A.Unsupported("INTERVAL outside DATE('...') ± INTERVAL 'n' YEAR|MONTH|DAY", pos)
+        self.intervals[id(node)] = (n, unit)
+        return node
 
-    def case_expr(self, children):
-        _unsupported("CASE", _pos(children[0]))
+    def null_lit(self, children):
+        _unsupported("NULL (NULLs)", _pos(children[0]))
+
+    def when_cond(self, children):
+        return (children[1], children[3])
+
+    def when_value(self, children):
+        return (children[1], children[3])
+
+    def else_branch(self, children):
+        return ("else", children[1])
+
+    def case_searched(self, children):
+        whens = tuple(c for c in children if isinstance(c, tuple) and c[0] != "else")
+        else_ = next((c[1] for c in children if isinstance(c, tuple) and c[0] == "else"), None)
+        return A.Case(whens, else_, _pos(children[0]))
+
+    def case_simple(self, children):
+        subject = children[1]
+        whens = tuple((A.Comparison("=", subject, v, _pos(v)), e)
+                      for v, e in (c for c in children[2:] if isinstance(c, tuple) and c[0] != "else"))
+        else_ = next((c[1] for c in children if isinstance(c, tuple) and c[0] == "else"), None)
+        return A.Case(whens, else_, _pos(children[0]))
+
+    def extract(self, children):
+        kw, part, _, expr = children
+        name = str(part).lower()
+        if name not in ("year", "month", "day"):
+            raise SemanticError(f"EXTRACT needs YEAR, MONTH or DAY, not {part}", line=part.line, column=part.column)
+        return A.FuncCall("date_part", (A.Literal(name, STRING, _pos(part)), expr), _pos(kw))
+
+    def cast(self, children):
+        kw, expr, _, t = children
+        fn = _CAST_FUNCS.get(t)
+        if fn is None:
+            _unsupported(f"CAST to {t}", _pos(kw))
+        return A.FuncCall(fn, (expr,), _pos(kw))
 
     def agg_star(self, children):
         t = children[0]
@@ -298,19 +443,15 @@ class _ToAst(Transformer):
     def agg_expr(self, children):
         t = children[0]
         name = str(t).upper()
-        distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in children[1:])
-        args = tuple(c for c in children[1:] if not isinstance(c, Token))
-        if name in ("MIN", "MAX", "AVG"):
-            _unsupported(f"{name} aggregate", _pos(t))
-        if distinct:
-            _unsupported(f"{name}(DISTINCT ...)", _pos(t))
-        if len(args) != 1:
+        distinct = _has(children[1:], "DISTINCT")
+        args = tuple(_nodes(children[1:]))
+        if len(args) != 1 and not (name == "COUNT" and distinct):
             raise SemanticError(f"{name} takes one argument", line=t.line, column=t.column)
-        return A.AggCall(name, args, False, _pos(t))
+        return A.AggCall(name, args, distinct, _pos(t))
 
     def func_call(self, children):
         t = children[0]
-        _unsupported(f"function {str(t).lower()}()", _pos(t))
+        return A.FuncCall(str(t).lower(), tuple(_nodes(children[1:])), _pos(t))
 
     def qualified_col(self, children):
         q, n = children
@@ -322,7 +463,11 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def scalar_subquery(self, meta, children):
-        _unsupported("scalar subquery", A.Pos(meta.line, meta.column))
+        return A.ScalarSubquery(children[0], _mpos(meta))
+
+
+def _fields(node) -> dict:
+    return {f: getattr(node, f) for f in node.__dataclass_fields__}
 
 
 def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,

@@ -53,7 +53,9 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
     if src is None:
         raise InputError(f"relation {decl.name} has no FROM FILE source")
     if src.adaptor == "orderbook":
-        raise UnsupportedError("orderbook adaptor")
+        from toaster.runtime.orderbook import iter_orderbook
+        yield from iter_orderbook(decl, resolve_path(src.path, base_dir), batch_size)
+        return
     if src.adaptor != "csv":
         raise UnsupportedError(f"adaptor {src.adaptor!r} (only CSV is supported)")
     path = resolve_path(src.path, base_dir)

@@ -1,0 +1,12 @@
+-- dataset: tpch
+-- TPC-H Q3 (shipping priority), segment BUILDING and date 1995-03-15 (the spec's validation
+-- parameters); no ORDER BY / LIMIT, as in the VLDBJ'14 experiments.
+SELECT l.L_ORDERKEY, o.O_ORDERDATE, o.O_SHIPPRIORITY,
+       SUM(l.L_EXTENDEDPRICE * (1 - l.L_DISCOUNT)) AS REVENUE
+FROM CUSTOMER c, ORDERS o, LINEITEM l
+WHERE c.C_MKTSEGMENT = 'BUILDING'
+  AND c.C_CUSTKEY = o.O_CUSTKEY
+  AND l.L_ORDERKEY = o.O_ORDERKEY
+  AND o.O_ORDERDATE < DATE('1995-03-15')
+  AND l.L_SHIPDATE > DATE('1995-03-15')
+GROUP BY l.L_ORDERKEY, o.O_ORDERDATE, o.O_SHIPPRIORITY;

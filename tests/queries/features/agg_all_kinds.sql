@@ -1,0 +1,5 @@
+-- SUM, COUNT(*), COUNT(e), AVG, MIN, MAX in one SELECT
+CREATE STREAM R(A int, B int);
+
+SELECT R.B, SUM(R.A) AS s, COUNT(*) AS c1, COUNT(R.A) AS c2, AVG(R.A) AS av, MIN(R.A) AS mn, MAX(R.A) AS mx
+FROM R GROUP BY R.B;

@@ -1,0 +1,5 @@
+-- COUNT(DISTINCT c1, c2) over a join, no GROUP BY
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT COUNT(DISTINCT R.A, S.C) AS nd FROM R, S WHERE R.B = S.B;

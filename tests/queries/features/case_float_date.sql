@@ -1,0 +1,5 @@
+-- CASE over float and date columns
+CREATE STREAM O(ID int, PRICE float, ODATE date);
+
+SELECT O.ID, SUM(CASE WHEN O.ODATE < DATE('1995-01-01') THEN O.PRICE * 2 ELSE O.PRICE END) AS adj
+FROM O GROUP BY O.ID;

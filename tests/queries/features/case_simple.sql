@@ -1,0 +1,4 @@
+-- simple CASE x WHEN v THEN ...
+CREATE STREAM R(A int, B int);
+
+SELECT SUM(CASE R.A WHEN 1 THEN 10 WHEN 2 THEN 20 ELSE 1 END) AS weighted FROM R;

@@ -1,0 +1,6 @@
+-- NOT EXISTS and MIN/MAX in the same query
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT R.B, MAX(R.A) AS hi, MIN(R.A) AS lo FROM R
+WHERE NOT EXISTS (SELECT * FROM S WHERE S.B = R.B AND S.C = R.A) GROUP BY R.B;

@@ -1,0 +1,5 @@
+-- DATE literals in comparisons and a date key
+CREATE STREAM O(ID int, PRICE float, ODATE date);
+
+SELECT O.ODATE, SUM(O.PRICE) AS p FROM O
+WHERE O.ODATE >= DATE('1994-12-31') AND O.ODATE <> DATE('1995-01-02') GROUP BY O.ODATE;

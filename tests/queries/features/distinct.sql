@@ -1,0 +1,4 @@
+-- SELECT DISTINCT: each row once
+CREATE STREAM R(A int, B int);
+
+SELECT DISTINCT R.B FROM R;

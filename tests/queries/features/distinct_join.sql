@@ -1,0 +1,5 @@
+-- DISTINCT over a join
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT DISTINCT R.A, S.C FROM R, S WHERE R.B = S.B;

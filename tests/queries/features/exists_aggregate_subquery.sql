@@ -1,0 +1,6 @@
+-- EXISTS over a grouped subquery
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT R.B, COUNT(*) AS n FROM R
+WHERE EXISTS (SELECT S.B, SUM(S.C) FROM S WHERE S.B = R.B GROUP BY S.B) GROUP BY R.B;

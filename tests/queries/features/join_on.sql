@@ -1,0 +1,5 @@
+-- JOIN ... ON
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT R.A, SUM(S.C) AS s FROM R JOIN S ON R.B = S.B GROUP BY R.A;

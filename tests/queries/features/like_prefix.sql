@@ -1,0 +1,4 @@
+-- LIKE with %
+CREATE STREAM P(NAME string, QTY int, K int);
+
+SELECT P.K, SUM(P.QTY) AS q FROM P WHERE P.NAME LIKE 'A%' GROUP BY P.K;

@@ -1,0 +1,5 @@
+-- NOT IN (subquery)
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT SUM(R.A) AS s FROM R WHERE R.B NOT IN (SELECT S.C FROM S WHERE S.B > 1);

@@ -1,0 +1,5 @@
+-- < SOME (subquery)
+CREATE STREAM R(A int, B int);
+CREATE STREAM T(C int, D int);
+
+SELECT R.B, SUM(R.A) AS s FROM R WHERE R.A < SOME (SELECT T.D FROM T WHERE T.C = R.B) GROUP BY R.B;

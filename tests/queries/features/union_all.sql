@@ -1,0 +1,5 @@
+-- UNION ALL (bag union)
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT R.A, R.B FROM R WHERE R.A > 1 UNION ALL SELECT S.C, S.B FROM S;

@@ -1,0 +1,5 @@
+-- UNION (set semantics)
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT R.A FROM R UNION SELECT S.C FROM S;

@@ -1,0 +1,6 @@
+-- three branches, mixed UNION and UNION ALL
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+CREATE STREAM T(C int, D int);
+
+SELECT R.B FROM R UNION SELECT S.B FROM S UNION SELECT T.C FROM T;

@@ -1,0 +1,135 @@
+"""Result terms: how a reported value column is computed from materialized maps on read.
+
+DBToaster's generalized HO-IVM materializes a query piecewise and reconstitutes it when it is
+read (VLDBJ'14 Alg. 2): AVG is SUM/COUNT, MIN/MAX and COUNT(DISTINCT) reduce a map keyed by the
+group and the aggregated value (a value-multiplicity map, exact under deletions), HAVING
+filters groups, expressions combine aggregates. Terms are built from these leaves and the
+calculus' Const / Arith / Func / Cmp / Prod / Sum / Value nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toaster.calculus.evaluator import divide
+from toaster.calculus.functions import call
+from toaster.calculus.ir import Arith, Cmp, Const, Func, Prod, Sum, Value
+from toaster.types import FLOAT, Type
+
+
+@dataclass(frozen=True, slots=True)
+class MapValue:
+    """The value of `map` at the row's key."""
+    map: str
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class MapReduce:
+    """kind 'min' | 'max' | 'count' over the entries of `map` whose key starts with the row's key
+    and whose value is positive; the last `extra` key positions hold the aggregated value(s)."""
+    kind: str
+    map: str
+    extra: int
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRef:
+    """The row's key column `index`."""
+    index: int
+    type: Type
+
+
+_CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+class RowContext:
+    """The maps of one result, indexed for reads by row key."""
+
+    def __init__(self, maps: dict, nkeys: int):
+        self.maps = maps
+        self.nkeys = nkeys
+        self._by_prefix: dict = {}
+
+    def prefix_index(self, name: str) -> dict:
+        idx = self._by_prefix.get(name)
+        if idx is None:
+            idx = {}
+            for k, v in self.maps[name].items():
+                if v > 0:
+                    idx.setdefault(tuple(k[:self.nkeys]), []).append(tuple(k[self.nkeys:]))
+            self._by_prefix[name] = idx
+        return idx
+
+
+def eval_result(t, key: tuple, ctx: RowContext):
+    match t:
+        case MapValue(m, _):
+            return ctx.maps[m].get(key, 0)
+        case MapReduce(kind, m, _, _):
+            rest = ctx.prefix_index(m).get(key, [])
+            if kind == "count":
+                return len(rest)
+            if not rest:
+                return 0
+            vals = [r[0] for r in rest]
+            return min(vals) if kind == "min" else max(vals)
+        case KeyRef(i, _):
+            return key[i]
+        case Const(v, _):
+            return v
+        case Arith("neg", (a,), _):
+            return -eval_result(a, key, ctx)
+        case Arith("/", (a, b), _):
+            return divide(float(eval_result(a, key, ctx)), float(eval_result(b, key, ctx)))
+        case Arith(op, args, ty):
+            vals = [eval_result(a, key, ctx) for a in args]
+            if op == "+":
+                v = sum(vals)
+            elif op == "-":
+                v = vals[0] - vals[1]
+            else:
+                v = 1
+                for x in vals:
+                    v *= x
+            return float(v) if ty == FLOAT else v
+        case Func(name, args, ty):
+            v = call(name, [eval_result(a, key, ctx) for a in args])
+            return float(v) if ty == FLOAT and not isinstance(v, str) else v
+        case Value(term):
+            return eval_result(term, key, ctx)
+        case Cmp(op, a, b):
+            return 1 if _CMP[op](eval_result(a, key, ctx), eval_result(b, key, ctx)) else 0
+        case Prod(fs):
+            v = 1
+            for f in fs:
+                v = v * eval_result(f, key, ctx)
+                if v == 0:
+                    return 0
+            return v
+        case Sum(ts):
+            return sum(eval_result(x, key, ctx) for x in ts)
+    raise TypeError(f"not a result term: {t!r}")
+
+
+def result_maps(t) -> set:
+    """Names of the maps a result term reads."""
+    match t:
+        case MapValue(m, _) | MapReduce(_, m, _, _):
+            return {m}
+        case Arith(_, args, _) | Func(_, args, _):
+            out = set()
+            for a in args:
+                out |= result_maps(a)
+            return out
+        case Value(x):
+            return result_maps(x)
+        case Cmp(_, a, b):
+            return result_maps(a) | result_maps(b)
+        case Prod(xs) | Sum(xs):
+            out = set()
+            for x in xs:
+                out |= result_maps(x)
+            return out
+    return set()

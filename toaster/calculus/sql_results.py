@@ -1,0 +1,204 @@
+"""Top-level SELECTs -> query maps and result shapes (the piecewise materialization).
+
+DBToaster-compatible simple results (every value a bare SUM or COUNT) are one map per value
+column, named by the column. Anything else (AVG, MIN/MAX, COUNT(DISTINCT), expressions over
+aggregates, HAVING, DISTINCT, ORDER BY/LIMIT) is materialized as incrementally maintainable
+maps plus result terms that reconstitute the values when the result is read.
+"""
+from __future__ import annotations
+
+from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_aggregate, _unsupported
+from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
+                                 expr_type, mk_prod)
+from toaster.calculus.m3 import MapDecl
+from toaster.calculus.results import KeyRef, MapReduce, MapValue
+from toaster.frontend import ast as A
+from toaster.schema import QueryResult, ResultColumn
+from toaster.types import FLOAT, INT
+
+
+class _TopLevel:
+    def __init__(self, tr: Translator, q):
+        self.tr = tr
+        self.q = q
+        self.maps: list = []
+
+    def add_map(self, name: str, keys: tuple, body) -> MapDecl:
+        for m in self.maps:
+            if m.name == name:
+                return m
+        definition = AggSum(tuple(keys), body)
+        m = MapDecl(name, tuple(keys), expr_type(definition), definition, "query")
+        self.maps.append(m)
+        return m
+
+    # -------------------------------------------------------------- non-aggregate
+    def rows_result(self) -> QueryResult:
+        q, tr = self.q, self.tr
+        sel = q.select
+        if isinstance(sel, A.SetOp):
+            outs, rows = tr.rows(sel)
+            body = rows
+        else:
+            base = tr.body(sel)
+            outs, lifts = tr.target_vars([t.expr for t in sel.targets], None)
+            body = mk_prod(base + lifts)
+        (count_name, _), = q.value_columns
+        m = self.add_map(count_name, tuple(outs), body)
+        keys = tuple(ResultColumn(n, v.type) for (n, _), v in zip(q.key_columns, outs))
+        value = ResultColumn(count_name, INT)
+        distinct = isinstance(sel, A.SetOp) and sel.op != "UNION ALL" or getattr(sel, "distinct", False)
+        order, limit = self.order_terms(keyed=[e for _, e in q.key_columns])
+        if not distinct and not order and limit is None:
+            return QueryResult(q.name, keys, (value,), (m.name,))
+        term = MapValue(m.name, INT)
+        if distinct:
+            term = Cmp("!=", term, Const(0, INT))
+        return QueryResult(q.name, keys, (value,), (m.name,), order_by=order, value_terms=(term,),
+                           group_map=m.name, limit=limit)
+
+    # ------------------------------------------------------------------ aggregate
+    def agg_result(self) -> QueryResult:
+        q, tr = self.q, self.tr
+        sel = q.select
+        gvars, glifts, by_expr = tr.group_keys(sel)
+        keys, extra = [], []
+        for name, e in q.key_columns:
+            if e in by_expr:
+                keys.append(by_expr[e])
+            else:
+                pre, t = tr.term(e)
+                v = tr.fresh("k", t.type)
+                extra += pre + [Lift(v, Value(t))]
+                keys.append(v)
+        keys = tuple(keys)
+        base = mk_prod(tr.body(sel) + glifts + extra)
+        values = [e for _, e in q.value_columns]
+        simple = (all(isinstance(e, A.AggCall) and (e.func == "SUM" or (e.func == "COUNT" and not e.distinct))
+                      for e in values)
+                  and sel.having is None and not sel.order_by and sel.limit is None and not sel.distinct)
+        if simple:
+            names = []
+            for (name, e) in q.value_columns:
+                body = mk_prod([base, tr.value(e.args[0])]) if e.func == "SUM" else base
+                names.append(self.add_map(name, keys, body).name)
+            cols = tuple(ResultColumn(n, self.maps[i].type) for i, (n, _) in enumerate(q.value_columns))
+            return QueryResult(q.name, self.key_cols(keys), cols, tuple(names))
+        terms: dict = {}
+        for i, call in enumerate(_agg_calls(values + [sel.having] + [o.expr for o in sel.order_by])):
+            bare = [n for n, e in q.value_columns if e == call]
+            terms[call] = self.aggregate_term(call, bare[0] if bare else f"{q.name}_{call.func}{i + 1}",
+                                              keys, base)
+        key_exprs = [e for _, e in q.key_columns]
+        value_terms = tuple(self.rterm(e, terms, key_exprs) for e in values)
+        cols = tuple(ResultColumn(n, _rtype(t)) for (n, _), t in zip(q.value_columns, value_terms))
+        having = self.rcond(sel.having, terms, key_exprs) if sel.having is not None else None
+        group_map = self.add_map(f"{q.name}_GROUPS", keys, base).name if keys else None
+        order, limit = self.order_terms(key_exprs, terms)
+        read = tuple(m.name for m in self.maps)
+        return QueryResult(q.name, self.key_cols(keys), cols, read, order_by=order,
+                           value_terms=value_terms, group_map=group_map, having=having, limit=limit)
+
+    def key_cols(self, keys) -> tuple:
+        return tuple(ResultColumn(n, v.type) for (n, _), v in zip(self.q.key_columns, keys))
+
+    def aggregate_term(self, call: A.AggCall, name: str, keys: tuple, base):
+        tr = self.tr
+        match call.func:
+            case "SUM":
+                return MapValue(self.add_map(name, keys, mk_prod([base, tr.value(call.args[0])])).name,
+                                _sum_type(call))
+            case "COUNT" if call.distinct:
+                outs, lifts = tr.target_vars(list(call.args), None)
+                m = self.add_map(name, keys + tuple(outs), mk_prod([base] + lifts))
+                return MapReduce("count", m.name, len(outs), INT)
+            case "COUNT":
+                return MapValue(self.add_map(name, keys, base).name, INT)
+            case "AVG":
+                s = self.add_map(f"{name}_SUM", keys, mk_prod([base, tr.value(call.args[0])]))
+                n = self.add_map(f"{name}_COUNT", keys, base)
+                return Arith("/", (MapValue(s.name, s.type), MapValue(n.name, INT)), FLOAT)
+            case "MIN" | "MAX":
+                pre, t = tr.term(call.args[0])
+                if isinstance(t, Var) and not pre and t not in keys:
+                    v, lifts = t, []
+                else:
+                    v = tr.fresh("v", t.type)
+                    lifts = pre + [Lift(v, Value(t))]
+                m = self.add_map(name, keys + (v,), mk_prod([base] + lifts))
+                return MapReduce(call.func.lower(), m.name, 1, t.type)
+        raise _unsupported(f"aggregate {call.func}", call)
+
+    # ------------------------------------------------------------- result terms
+    def rterm(self, e, terms: dict, key_exprs: list):
+        if e in terms:
+            return terms[e]
+        if e in key_exprs:
+            i = key_exprs.index(e)
+            return KeyRef(i, self.key_type(i))
+        match e:
+            case A.Literal(v, t):
+                return Const(v, t)
+            case A.BinaryOp(op, l, r, _, t):
+                return Arith(op, (self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs)), t)
+            case A.Negate(a, _, t):
+                return Arith("neg", (self.rterm(a, terms, key_exprs),), t)
+            case A.FuncCall(name, args, _, t):
+                decl = self.tr.functions.get(name)
+                fname = decl.external.lower() if decl is not None else name
+                return Func(fname, tuple(self.rterm(a, terms, key_exprs) for a in args), t)
+        raise _unsupported(f"{type(e).__name__} over aggregates in a result", e)
+
+    def key_type(self, i: int):
+        e = self.q.key_columns[i][1]
+        return e.type
+
+    def rcond(self, c, terms, key_exprs):
+        match c:
+            case A.Comparison(op, l, r):
+                return Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
+            case A.And(args):
+                return Prod(tuple(self.rcond(a, terms, key_exprs) for a in args))
+            case A.Or(args):
+                acc = self.rcond(args[0], terms, key_exprs)
+                for a in args[1:]:
+                    b = self.rcond(a, terms, key_exprs)
+                    acc = Sum((acc, b, Prod((Value(Const(-1, INT)), acc, b))))
+                return acc
+            case A.NotCond(a):
+                return Sum((Value(Const(1, INT)), Prod((Value(Const(-1, INT)), self.rcond(a, terms, key_exprs)))))
+            case A.BoolConst(v):
+                return Value(Const(1 if v else 0, INT))
+        raise _unsupported(f"{type(c).__name__} in HAVING", c)
+
+    def order_terms(self, keyed, terms=None) -> tuple[tuple, int | None]:
+        sel = self.q.select
+        if isinstance(sel, A.SetOp):
+            return (), None
+        order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
+        return order, sel.limit
+
+
+def _sum_type(call):
+    return FLOAT if call.args[0].type == FLOAT else INT
+
+
+def _rtype(t):
+    if isinstance(t, (Cmp, Prod, Sum)):
+        return INT
+    return t.type
+
+
+def sql_to_calc(relations, queries, functions=()) -> CalcProgram:
+    tr = Translator(relations, functions)
+    maps, results = [], []
+    for q in queries:
+        top = _TopLevel(tr, q)
+        sel = q.select
+        if isinstance(sel, A.Select) and _is_aggregate(sel):
+            r = top.agg_result()
+        else:
+            r = top.rows_result()
+        maps.extend(top.maps)
+        results.append(r)
+    return CalcProgram(tuple(relations), tuple(maps), tuple(results))
