@@ -14,6 +14,7 @@ from lark.exceptions import UnexpectedInput
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, expr_type)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import SqlSyntaxError, SemanticError
 from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING, Type, date_to_int, type_from_name
@@ -28,9 +29,18 @@ source: "FROM" "FILE" STRING "LINE" "DELIMITED" NAME "(" [param ("," param)*] ")
 param: NAME ":=" STRING
 map_decl: "DECLARE" QROLE? "MAP" NAME "[" [tvar ("," tvar)*] "]" ":" TYPE ":=" expr ";"
 QROLE: "QUERY"
-result_decl: "DECLARE" "RESULT" NAME "KEYS" "(" [rcol ("," rcol)*] ")" "VALUES" "(" [vcol ("," vcol)*] ")" ";"
+result_decl: "DECLARE" "RESULT" NAME "KEYS" "(" [rcol ("," rcol)*] ")" "VALUES" "(" [vcol ("," vcol)*] ")" rextra* ";"
 rcol: NAME ":" TYPE
 vcol: NAME ":" TYPE "FROM" NAME
+    | NAME ":" TYPE ":=" rterm            -> vterm
+?rterm: term | expr
+rextra: "READS" "(" NAME ("," NAME)* ")"  -> reads
+      | "GROUPS" NAME                       -> groups
+      | "HAVING" rterm                      -> having
+      | "ORDER" "BY" oitem ("," oitem)*     -> order
+      | "LIMIT" SIGNED_INT                  -> limit
+oitem: rterm DESC?
+DESC: "DESC"
 trigger: "ON" event "{" statement* "}"
 event: SIGN NAME "(" [tvar ("," tvar)*] ")"   -> tuple_event
      | "BATCH" NAME                             -> batch_event
@@ -67,9 +77,13 @@ MUL: "*" | "/"
        | "true" -> true_c
        | "false" -> false_c
        | "#" NAME ":" TYPE "(" [term ("," term)*] ")" -> func
+       | "[" NAME ":" TYPE "]" -> map_value
+       | REDUCE "[" NAME "/" SIGNED_INT ":" TYPE "]" -> map_reduce
+       | "@" SIGNED_INT ":" TYPE -> key_ref
        | "(" term ")" -> paren_t
 
 TYPE: "int" | "float" | "date" | "string" | "bool"
+REDUCE.2: "min" | "max" | "count"
 NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/
 SIGNED_FLOAT.2: /-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)/ | /nan/
 SIGNED_INT: /-?[0-9]+/
@@ -137,6 +151,36 @@ class _Build(Transformer):
             # an unparenthesized chain a + b + c is one n-ary node; (a + b) + c stays nested
             return Arith(op, left.args + (right,), _UNTYPED)
         return Arith(op, (left, right), _UNTYPED)
+
+    def map_value(self, c):
+        return MapValue(str(c[0]), type_from_name(str(c[1])))
+
+    def map_reduce(self, c):
+        return MapReduce(str(c[0]), str(c[1]), int(c[2]), type_from_name(str(c[3])))
+
+    def key_ref(self, c):
+        return KeyRef(int(c[0]), type_from_name(str(c[1])))
+
+    def vterm(self, c):
+        return (ResultColumn(str(c[0]), type_from_name(str(c[1]))), c[2], "term")
+
+    def reads(self, c):
+        return ("reads", tuple(str(x) for x in c))
+
+    def groups(self, c):
+        return ("groups", str(c[0]))
+
+    def having(self, c):
+        return ("having", c[0])
+
+    def order(self, c):
+        return ("order", tuple(c))
+
+    def oitem(self, c):
+        return (c[0], len(c) > 1)
+
+    def limit(self, c):
+        return ("limit", int(c[0]))
 
     def func(self, c):
         return Func(str(c[0]), tuple(a for a in c[2:] if a is not None), type_from_name(str(c[1])))
@@ -213,8 +257,17 @@ class _Build(Transformer):
 
     def result_decl(self, c):
         keys = tuple(x for x in c[1:] if isinstance(x, ResultColumn))
-        vals = tuple(x for x in c[1:] if isinstance(x, tuple))
-        return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), tuple(v[1] for v in vals))
+        vals = tuple(x for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], ResultColumn))
+        extra = {x[0]: x[1] for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], str)}
+        if not vals or len(vals[0]) == 2:
+            return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), tuple(v[1] for v in vals))
+        env = _TypeEnv({}, {})
+        terms = tuple(_type_rterm(env, v[1]) for v in vals)
+        having = _type_rterm(env, extra["having"]) if "having" in extra else None
+        order = tuple((_type_rterm(env, t), d) for t, d in extra.get("order", ()))
+        return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), extra.get("reads", ()),
+                           order_by=order, value_terms=terms, group_map=extra.get("groups"),
+                           having=having, limit=extra.get("limit"))
 
     def tuple_event(self, c):
         kind = "insert" if str(c[0]) == "+" else "delete"
@@ -293,6 +346,8 @@ class _TypeEnv:
         match t:
             case _Paren():
                 return self.term(t.term)
+            case MapValue() | MapReduce() | KeyRef():
+                return t
             case Var():
                 return self.var(t)
             case Const():
@@ -334,6 +389,12 @@ class _TypeEnv:
             case Extremum(kind, gs, t, q):
                 return Extremum(kind, tuple(self.var(g) for g in gs), self.term(t), self.expr(q))
         raise TypeError(e)
+
+
+def _type_rterm(env: "_TypeEnv", t):
+    if isinstance(t, (Cmp, Prod, Sum, Value)):
+        return env.expr(t)
+    return env.term(t)
 
 
 def _syntax(e: UnexpectedInput, text: str) -> SqlSyntaxError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var)
+from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
 
 
@@ -35,6 +36,12 @@ def print_term(t) -> str:
             return "(" + f" {op} ".join(print_term(a) for a in args) + ")"
         case Func(name, args, ty):
             return f"#{name}:{ty}(" + ", ".join(print_term(a) for a in args) + ")"
+        case MapValue(m, ty):
+            return f"[{m}:{ty}]"
+        case MapReduce(kind, m, extra, ty):
+            return f"{kind}[{m}/{extra}:{ty}]"
+        case KeyRef(i, ty):
+            return f"@{i}:{ty}"
     raise TypeError(f"not a term: {t!r}")
 
 
@@ -98,8 +105,27 @@ def print_map_decl(m) -> str:
 
 def print_query_result(q) -> str:
     keys = ", ".join(f"{c.name}:{c.type}" for c in q.key_columns)
-    vals = ", ".join(f"{c.name}:{c.type} FROM {m}" for c, m in zip(q.value_columns, q.value_maps))
-    return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals});"
+    if q.value_terms is None:
+        vals = ", ".join(f"{c.name}:{c.type} FROM {m}" for c, m in zip(q.value_columns, q.value_maps))
+        return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals});"
+    vals = ", ".join(f"{c.name}:{c.type} := {_rterm(t)}" for c, t in zip(q.value_columns, q.value_terms))
+    out = f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals})\n  READS ({', '.join(q.value_maps)})"
+    if q.group_map is not None:
+        out += f"\n  GROUPS {q.group_map}"
+    if q.having is not None:
+        out += f"\n  HAVING {_rterm(q.having)}"
+    if q.order_by:
+        out += "\n  ORDER BY " + ", ".join(_rterm(t) + (" DESC" if d else "") for t, d in q.order_by)
+    if q.limit is not None:
+        out += f"\n  LIMIT {q.limit}"
+    return out + ";"
+
+
+def _rterm(t) -> str:
+    """A result term or condition (conditions print as calculus expressions)."""
+    if isinstance(t, (Cmp, Prod, Sum, Value)):
+        return print_expr(t)
+    return print_term(t)
 
 
 def print_event(ev) -> str:

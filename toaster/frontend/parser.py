@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import os
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 from toaster.errors import SqlSyntaxError, UnsupportedError, ToasterError, SemanticError
 from toaster.frontend import ast as A
 from toaster.schema import Column, RelationDecl, Source
-from toaster.types import INT, FLOAT, DATE, STRING, BOOL, type_from_name, date_to_int
+from toaster.types import INT, FLOAT, DATE, STRING, Type, type_from_name, date_to_int
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +129,7 @@ class _ToAst(Transformer):
     def create_func(self, meta, children):
         name = children[2]
         params = [c for c in children[3:] if isinstance(c, tuple)]
-        ret = next(c for c in children if isinstance(c, A.Type if hasattr(A, "Type") else type(INT)))
+        ret = next(c for c in children if isinstance(c, Type))
         external = _unquote(children[-1])
         return A.CreateFunction(str(name).lower(), tuple(t for _, t in params), ret, external, _mpos(meta))
 
@@ -292,9 +293,8 @@ class _ToAst(Transformer):
 
     def not_cond(self, children):
         arg, pos = children[1], _pos(children[0])
-        match arg:
-            case A.Exists() | A.InQuery() | A.Like():
-                return A.__dict__[type(arg).__name__](**{**_fields(arg), "negated": not arg.negated, "pos": pos})
+        if isinstance(arg, (A.Exists, A.InQuery, A.Like)):
+            return replace(arg, negated=not arg.negated, pos=pos)
         return A.NotCond(arg, pos)
 
     def comparison(self, children):
@@ -466,25 +466,37 @@ class _ToAst(Transformer):
         return A.ScalarSubquery(children[0], _mpos(meta))
 
 
-def _fields(node) -> dict:
-    return {f: getattr(node, f) for f in node.__dataclass_fields__}
-
-
 def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,
               _seen: frozenset = frozenset()) -> A.SqlProgram:
-    """Parse a whole query file (with its INCLUDEs) into an SqlProgram (unresolved)."""
+    """Parse a whole query file (with its INCLUDEs) into an SqlProgram (unresolved).
+
+    Relative INCLUDE paths are resolved against base_dir if given, else the working directory
+    (DIALECT.md §2.4)."""
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise SqlSyntaxError(_syntax_message(e, text), file=file, line=e.line, column=e.column) from None
     try:
-        stmts = _ToAst(text, file, base_dir).transform(tree)
+        stmts = _ToAst(text, file).transform(tree)
     except VisitError as e:
         inner = e.orig_exc
         if isinstance(inner, ToasterError):
             raise inner.located(file) from None
         raise
-    relations, selects = [], []
+    relations, selects, functions = [], [], []
+
+    def add_relation(decl, pos, where):
+        if any(r.name == decl.name for r in relations):
+            raise SemanticError(f"relation {decl.name} is declared twice", file=where,
+                                line=pos.line or None, column=pos.column or None)
+        relations.append(decl)
+
+    def add_function(f, where):
+        if any(g.name == f.name for g in functions):
+            raise SemanticError(f"function {f.name} is declared twice", file=where,
+                                line=f.pos.line or None, column=f.pos.column or None)
+        functions.append(f)
+
     for s in stmts:
         if isinstance(s, A.Include):
             path = os.path.join(base_dir, s.path) if base_dir and not os.path.isabs(s.path) else s.path
@@ -497,16 +509,18 @@ def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,
                 raise SemanticError(f"cannot read INCLUDE file {s.path!r}: {ex.strerror}",
                                     file=file, line=s.pos.line, column=s.pos.column) from None
             sub = parse_sql(inc_text, path, base_dir, _seen | {path})
-            relations.extend(sub.relations)
+            for decl in sub.relations:
+                add_relation(decl, s.pos, file)
+            for fn in sub.functions:
+                add_function(fn, path)
             selects.extend(sub.selects)
         elif isinstance(s, A.CreateRelation):
-            if any(r.name == s.decl.name for r in relations):
-                raise SemanticError(f"relation {s.decl.name} is declared twice", file=file,
-                                    line=s.pos.line, column=s.pos.column)
-            relations.append(s.decl)
-        elif isinstance(s, A.Select):
+            add_relation(s.decl, s.pos, file)
+        elif isinstance(s, A.CreateFunction):
+            add_function(s, file)
+        elif isinstance(s, (A.Select, A.SetOp)):
             selects.append(s)
-    return A.SqlProgram(tuple(relations), tuple(selects), file)
+    return A.SqlProgram(tuple(relations), tuple(selects), file, tuple(functions))
 
 
 def _syntax_message(e: UnexpectedInput, text: str) -> str:

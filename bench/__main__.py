@@ -1,0 +1,117 @@
+"""`python -m bench`: run the benchmark and write results.csv, results.md and (--plot) PNGs.
+
+    python -m bench --quick                       # a few minutes on 2 cores
+    python -m bench --queries tpch_q3,fin_spread --backends interp,llvm,calc --batch-sizes 1,100,10000 \\
+                    --scale 0.1 --time-limit 60 --plot --out bench-results
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+
+from bench.harness import BenchConfig, available_queries, run_benchmark
+
+QUICK_QUERIES = ["tpch_q6", "tpch_q3", "tpch_q12", "fin_bsv", "fin_spread"]
+
+
+def _list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in _list(text)]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small preset: SF 0.01 TPC-H and a 20,000-event order book, 5 queries, "
+                         "interp/llvm/calc, batch sizes 1,100,1000, 30,000 events and 2 s per run; "
+                         "other flags given explicitly override it")
+    ap.add_argument("--queries", type=_list, help=f"comma-separated (available: {', '.join(available_queries())}) "
+                    "or paths to .sql files with a '-- dataset:' header; 'all' for every query")
+    ap.add_argument("--backends", type=_list, help="comma-separated: interp, llvm, calc, imp, spark (default interp,llvm)")
+    ap.add_argument("--strategies", type=_list, help="maintenance strategies (default hoivm; others once the "
+                    "compiler offers them)")
+    ap.add_argument("--batch-sizes", type=_ints, help="comma-separated (default 1,100,1000); 1 = single-tuple triggers")
+    ap.add_argument("--mode", choices=["auto", "tuple", "batch"], default=None,
+                    help="trigger mode (auto: tuple for batch size 1, else batch; spark is always batch)")
+    ap.add_argument("--scale", type=float, help="TPC-H scale factor (default 0.01)")
+    ap.add_argument("--seed", type=int, help="stream seed (default 1)")
+    ap.add_argument("--active-orders", type=int, help="active ORDERS size (default 300,000 x scale)")
+    ap.add_argument("--active-lineitems", type=int, help="active LINEITEM size (default 1,200,000 x scale)")
+    ap.add_argument("--finance-events", type=int, help="order-book log length (default 50,000)")
+    ap.add_argument("--brokers", type=int, help="broker count of the order book (default 10)")
+    ap.add_argument("--time-limit", type=float, help="seconds of feeding per run (default 10)")
+    ap.add_argument("--max-events", type=int, help="use only this prefix of each query's stream")
+    ap.add_argument("--spark", action="store_true", help="add the spark backend (slow: ~0.1-1 s per batch)")
+    ap.add_argument("--no-duckdb", action="store_true", help="skip the DuckDB baseline")
+    ap.add_argument("--duckdb-threads", type=int, help="DuckDB threads (default 1, like toaster)")
+    ap.add_argument("--plot", action="store_true", help="write rates_bs<N>.png and sweep.png")
+    ap.add_argument("--out", help="output directory (default bench-results)")
+    ap.add_argument("--data-dir", help="where generated streams are cached (default OUT/data)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument("--master", help="Spark master URL")
+    return ap
+
+
+def config_from_args(args) -> BenchConfig:
+    cfg = BenchConfig()
+    if args.quick:
+        cfg.queries = list(QUICK_QUERIES)
+        cfg.backends = ["interp", "llvm", "calc"]
+        cfg.batch_sizes = [1, 100, 1000]
+        cfg.scale = 0.01
+        cfg.finance_events = 20_000
+        cfg.time_limit = 2.0
+        cfg.max_events = 30_000
+        cfg.duckdb_windows = 4
+    for name in ("queries", "backends", "strategies", "batch_sizes", "mode", "scale", "seed", "active_orders",
+                 "active_lineitems", "finance_events", "brokers", "time_limit", "max_events", "out",
+                 "data_dir", "duckdb_threads", "master"):
+        v = getattr(args, name)
+        if v is not None:
+            setattr(cfg, name, v)
+    if cfg.queries == ["all"]:
+        cfg.queries = available_queries()
+    if args.spark and "spark" not in cfg.backends:
+        cfg.backends = cfg.backends + ["spark"]
+    cfg.duckdb = not args.no_duckdb
+    cfg.progress = not args.no_progress and sys.stderr.isatty()
+    return cfg
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    cfg = config_from_args(args)
+    from bench.report import full_report, markdown_table, plot_rates, plot_sweep, write_csv
+    from toaster.errors import ToasterError
+    os.makedirs(cfg.out, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        results, info = run_benchmark(cfg, log=lambda s: print(s, file=sys.stderr, flush=True))
+    except ToasterError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    write_csv(results, os.path.join(cfg.out, "results.csv"))
+    report = full_report(results, info, command)
+    with open(os.path.join(cfg.out, "results.md"), "w") as f:
+        f.write(report)
+    print(markdown_table(results))
+    if args.plot:
+        paths = plot_rates(results, cfg.out)
+        sweep = plot_sweep(results, os.path.join(cfg.out, "sweep.png"))
+        paths += [sweep] if sweep else []
+        print("plots: " + ", ".join(paths))
+    wrong = [r for r in results if r.status == "WRONG"]
+    print(f"{len(results)} runs in {time.perf_counter() - t0:.0f} s; results in {cfg.out}/results.csv, "
+          f"{cfg.out}/results.md" + (f"; {len(wrong)} WRONG" if wrong else ""))
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

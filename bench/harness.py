@@ -1,0 +1,444 @@
+"""The benchmark harness: queries x backends x strategies x batch sizes over generated streams.
+
+    cfg = BenchConfig(queries=["tpch_q6"], backends=["interp", "llvm"], batch_sizes=[1, 100])
+    results = run_benchmark(cfg)           # -> [RunResult]; bench.report writes CSV/Markdown/PNG
+
+For every query the stream of its dataset is parsed once (timed apart: `parse_seconds`) and cut
+into batches per batch size before any engine sees it. Each run then compiles the query
+(compile time, which includes LLVM JIT or Spark session start-up), loads the static tables
+(untimed), feeds the batches and times only `engine.apply` (maintenance time), stopping at the
+time limit; rate = events fed / maintenance time (with batch size 1: view refreshes per second).
+Peak memory is the growth of the process's resident set during the run (Linux VmHWM after a
+reset through /proc/self/clear_refs; Spark's JVM is not counted).
+
+The baseline is DuckDB holding the same database and re-running the query after every batch of
+the same stream. Its rate is measured in `duckdb_windows` windows spread evenly over the stream
+(between windows it applies the updates without re-running the query), so it is not flattered
+by the small database at the start of the stream. ratio = rate / DuckDB's rate at that batch size.
+
+At the end of each run, toaster's views are compared with DuckDB evaluating the query on the
+database the run has reached (toaster.testing.Oracle, compare_results); a mismatch makes the
+run WRONG and it has no rate.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field, asdict
+from typing import Callable
+
+import numpy as np
+
+from toaster.errors import ToasterError, UnsupportedError
+from toaster.runtime.batch import Batch
+
+QUERY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "queries")
+DEFAULT_STRATEGY = "hoivm"
+# the calc backend re-evaluates the calculus after each batch: one strategy of its own
+REEVAL_BACKENDS = {"calc": "reeval"}
+_DATASET_RE = re.compile(r"^--\s*dataset:\s*(\w+)", re.MULTILINE)
+
+
+@dataclass
+class BenchConfig:
+    queries: list = field(default_factory=lambda: ["tpch_q6", "tpch_q3"])
+    backends: list = field(default_factory=lambda: ["interp", "llvm"])
+    strategies: list = field(default_factory=lambda: [DEFAULT_STRATEGY])
+    batch_sizes: list = field(default_factory=lambda: [1, 100, 1000])
+    scale: float = 0.01
+    seed: int = 1
+    active_orders: int | None = None
+    active_lineitems: int | None = None
+    finance_events: int = 50_000
+    brokers: int = 10
+    time_limit: float = 10.0           # seconds of feeding per run
+    max_events: int | None = None      # prefix of each query's stream
+    mode: str = "auto"                 # auto: tuple for batch size 1, batch otherwise
+    duckdb: bool = True
+    duckdb_windows: int = 5
+    duckdb_threads: int = 1
+    out: str = "bench-results"
+    data_dir: str | None = None        # default OUT/data
+    progress: bool = True
+    master: str | None = None          # Spark master
+
+
+@dataclass
+class RunResult:
+    dataset: str
+    query: str
+    backend: str
+    strategy: str
+    mode: str
+    batch_size: int
+    status: str = "OK"                 # OK | WRONG | ERROR | UNSUPPORTED
+    events: int = 0                    # events fed (and timed)
+    stream_events: int = 0             # events in this query's stream
+    compile_s: float | None = None
+    maint_s: float | None = None
+    rate: float | None = None          # events per second of maintenance (None unless OK)
+    peak_mb: float | None = None
+    duckdb_rate: float | None = None
+    ratio: float | None = None
+    note: str = ""
+
+    @property
+    def fraction(self) -> float:
+        return self.events / self.stream_events if self.stream_events else 1.0
+
+    def row(self) -> dict:
+        d = asdict(self)
+        d["fraction"] = round(self.fraction, 4)
+        return d
+
+
+# ------------------------------------------------------------------------------ queries
+@dataclass(frozen=True)
+class BenchQuery:
+    name: str
+    dataset: str      # 'tpch' | 'finance'
+    text: str         # SELECTs only; the dataset's schema is prepended
+    path: str
+
+
+def find_query(name: str) -> BenchQuery:
+    """A query by name (bench/queries/NAME.sql) or by path to a .sql file with a dataset header."""
+    path = name if name.endswith(".sql") and os.path.exists(name) else os.path.join(QUERY_DIR, name + ".sql")
+    if not os.path.exists(path):
+        raise ToasterError(f"unknown bench query {name!r} (available: {', '.join(available_queries())})")
+    with open(path) as f:
+        text = f.read()
+    m = _DATASET_RE.search(text)
+    if m is None:
+        raise ToasterError(f"{path}: a bench query needs a '-- dataset: tpch|finance' header line")
+    return BenchQuery(os.path.splitext(os.path.basename(path))[0], m.group(1).lower(), text, path)
+
+
+def available_queries() -> list[str]:
+    return sorted(os.path.splitext(f)[0] for f in os.listdir(QUERY_DIR) if f.endswith(".sql"))
+
+
+def dataset_stream(dataset: str, cfg: BenchConfig):
+    """Generate (or reuse) the stream files of a dataset; returns bench.tpch.StreamInfo."""
+    data_dir = cfg.data_dir or os.path.join(cfg.out, "data")
+    if dataset == "tpch":
+        from bench.tpch import generate_tpch_stream, default_active_sizes
+        ao, al = default_active_sizes(cfg.scale)
+        ao = cfg.active_orders or ao
+        al = cfg.active_lineitems or al
+        d = os.path.join(data_dir, f"tpch-sf{cfg.scale:g}-seed{cfg.seed}-o{ao}-l{al}")
+        return generate_tpch_stream(d, cfg.scale, cfg.seed, ao, al,
+                                    tbl_dir=os.path.join(data_dir, f"tbl-sf{cfg.scale:g}"))
+    if dataset == "finance":
+        from bench.finance import generate_finance_stream
+        d = os.path.join(data_dir, f"finance-n{cfg.finance_events}-seed{cfg.seed}-b{cfg.brokers}")
+        return generate_finance_stream(d, cfg.finance_events, cfg.seed, cfg.brokers)
+    raise ToasterError(f"unknown dataset {dataset!r} (tpch, finance)")
+
+
+def compile_query(text: str, mode: str, strategy: str, master: str | None = None):
+    """Compile with a maintenance strategy. Only HO-IVM exists today; a later compile option
+    `strategy=` (ivm / rep / naive) is passed through when the pipeline accepts it."""
+    from toaster.pipeline import compile_sql
+    kw = {"master": master} if master else {}
+    if strategy in (DEFAULT_STRATEGY, "reeval"):
+        return compile_sql(text, mode=mode, **kw)
+    try:
+        return compile_sql(text, mode=mode, strategy=strategy, **kw)
+    except TypeError:
+        raise UnsupportedError(f"strategy {strategy!r} (this toaster has only the default {DEFAULT_STRATEGY!r})") from None
+
+
+def mode_for(backend: str, batch_size: int, mode: str) -> str:
+    if backend == "spark":
+        return "batch"
+    if mode != "auto":
+        return mode
+    return "tuple" if batch_size == 1 else "batch"
+
+
+# ------------------------------------------------------------------------------ memory
+def _status_kb(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak_memory() -> int | None:
+    """Reset the resident-set high-water mark; returns the current RSS in kB (None if unknown)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return _status_kb("VmRSS")
+
+
+def peak_memory_mb(start_kb: int | None) -> float | None:
+    hwm = _status_kb("VmHWM")
+    if start_kb is None or hwm is None:
+        return None
+    return max(0.0, (hwm - start_kb) / 1024.0)
+
+
+# ------------------------------------------------------------------------------ checking
+class ExpectedResults:
+    """DuckDB's answer for the database after the first n events of a query's stream (cached)."""
+
+    def __init__(self, es, relations, stream_rels, oracle_sql):
+        self.es, self.relations, self.stream_rels, self.oracle_sql = es, relations, stream_rels, oracle_sql
+        self._cache: dict[int, list] = {}
+
+    def __call__(self, n_events: int) -> list:
+        if n_events not in self._cache:
+            from toaster.testing import Oracle
+            oracle = Oracle(self.relations)
+            try:
+                for b in self.es.tables:
+                    oracle.apply(b)
+                for b in self.es.prefix_batches(n_events, self.stream_rels):
+                    oracle.apply(b)
+                self._cache[n_events] = [oracle.query(sql) for sql in self.oracle_sql]
+            finally:
+                oracle.close()
+        return self._cache[n_events]
+
+
+def check_results(engine_results, expected, queries) -> str | None:
+    """None if every result equals DuckDB's, else a one-line description of the first difference."""
+    from toaster.testing import compare_results
+    got = {r.name: r for r in engine_results}
+    for q, rows in zip(queries, expected):
+        r = got.get(q.name)
+        if r is None:
+            return f"no result {q.name}"
+        diffs = compare_results(r, rows, len(q.key_columns))
+        if diffs:
+            return f"{q.name}: {len(diffs)} differing key(s), e.g. {diffs[0]}"
+    return None
+
+
+# ------------------------------------------------------------------------------ runs
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="ev", leave=False, file=sys.stderr, mininterval=0.5,
+                dynamic_ncols=True)
+
+
+def run_engine(text: str, backend: str, strategy: str, mode: str, batches: list, tables: list,
+               expected: Callable, base: RunResult, time_limit: float, progress: bool = False,
+               master: str | None = None, engine_factory: Callable | None = None) -> RunResult:
+    """One toaster run: compile, load tables, feed batches (timed), compare with DuckDB."""
+    res = RunResult(**{**asdict(base), "backend": backend, "strategy": strategy, "mode": mode})
+    engine = None
+    bar = None
+    try:
+        mem0 = reset_peak_memory()
+        t0 = time.perf_counter()
+        if engine_factory is not None:
+            comp, engine = engine_factory(text, mode, strategy)
+        else:
+            comp = compile_query(text, mode, strategy, master)
+            engine = comp.engine(backend)
+        res.compile_s = time.perf_counter() - t0
+        queries = list(comp.queries)
+        for b in tables:
+            engine.apply(b)
+        bar = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}", progress)
+        maint = 0.0
+        events = 0
+        start = time.perf_counter()
+        for b in batches:
+            t = time.perf_counter()
+            engine.apply(b)
+            maint += time.perf_counter() - t
+            events += len(b)
+            if bar is not None:
+                bar.update(len(b))
+            if time.perf_counter() - start > time_limit:
+                break
+        res.peak_mb = peak_memory_mb(mem0)
+        res.events, res.maint_s = events, maint
+        problem = check_results(engine.results(), expected(events), queries)
+        if problem is not None:
+            res.status, res.note = "WRONG", problem
+        else:
+            res.rate = events / maint if maint > 0 else None
+            if events < res.stream_events:
+                res.note = f"time limit: {events}/{res.stream_events} events"
+    except UnsupportedError as e:
+        res.status, res.note = "UNSUPPORTED", str(e).splitlines()[0][:200]
+    except Exception as e:   # a crashing engine is a result of the benchmark, not its end
+        res.status = "ERROR"
+        res.note = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        if os.environ.get("BENCH_TRACEBACK"):
+            traceback.print_exc()
+    finally:
+        if bar is not None:
+            bar.close()
+        if engine is not None:
+            try:
+                engine.close()
+            except Exception:
+                pass
+    return res
+
+
+def concat_batches(batches: list) -> list[Batch]:
+    """Batches merged into one per relation (each relation's rows in order)."""
+    by_rel: dict[str, list[Batch]] = {}
+    for b in batches:
+        by_rel.setdefault(b.relation, []).append(b)
+    out = []
+    for rel, bs in by_rel.items():
+        out.append(Batch(rel, np.concatenate([b.signs for b in bs]),
+                         tuple(np.concatenate([b.columns[j] for b in bs]) for j in range(len(bs[0].columns)))))
+    return out
+
+
+def run_duckdb(relations, oracle_sql, batches: list, tables: list, base: RunResult, time_limit: float,
+               windows: int = 5, threads: int = 1, progress: bool = False) -> RunResult:
+    """The baseline: DuckDB re-running the query after every batch, timed in evenly spread windows."""
+    from bench.baseline import DuckReplayer
+    res = RunResult(**{**asdict(base), "backend": "duckdb", "strategy": "reeval", "mode": "batch"})
+    db = None
+    try:
+        mem0 = reset_peak_memory()
+        db = DuckReplayer(relations, threads=threads)
+        for b in tables:
+            db.apply(b)
+        n = len(batches)
+        windows = max(1, min(windows, n)) if n else 1
+        starts = [k * n // windows for k in range(windows)] + [n]
+        budget = time_limit / windows
+        timed, events, pos = 0.0, 0, 0
+        bar = _progress(res.stream_events, f"{res.query} duckdb bs={res.batch_size}", progress)
+        for w in range(windows):
+            if pos < starts[w]:           # fast-forward: apply without re-evaluating
+                for b in concat_batches(batches[pos:starts[w]]):
+                    db.apply(b)
+                if bar is not None:
+                    bar.update(sum(len(b) for b in batches[pos:starts[w]]))
+                pos = starts[w]
+            spent = 0.0
+            while pos < starts[w + 1] and spent < budget:
+                b = batches[pos]
+                t = time.perf_counter()
+                db.apply(b)
+                for sql in oracle_sql:
+                    db.run(sql)
+                dt = time.perf_counter() - t
+                spent += dt
+                events += len(b)
+                pos += 1
+                if bar is not None:
+                    bar.update(len(b))
+            timed += spent
+        if bar is not None:
+            bar.close()
+        res.peak_mb = peak_memory_mb(mem0)
+        res.events, res.maint_s = events, timed
+        res.rate = events / timed if timed > 0 else None
+        if events < res.stream_events:
+            res.note = f"sampled: {events}/{res.stream_events} events in {windows} windows"
+    except Exception as e:
+        res.status, res.note = "ERROR", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    finally:
+        if db is not None:
+            db.close()
+    return res
+
+
+def stream_relations(text: str) -> tuple[set, object]:
+    """The relations whose updates can change the query's views (those with triggers), and the
+    tuple-mode compilation (for its queries and oracle SQL)."""
+    comp = compile_query(text, "tuple", DEFAULT_STRATEGY)
+    return {t.event.relation for t in comp.m3.triggers}, comp
+
+
+def run_benchmark(cfg: BenchConfig, log: Callable = print) -> tuple[list[RunResult], dict]:
+    """Every configured run; returns (results, info) where info holds parse timings per dataset."""
+    from bench.stream import load_event_stream
+    queries = [find_query(q) for q in cfg.queries]
+    results: list[RunResult] = []
+    info: dict = {"datasets": {}}
+    streams: dict = {}
+    for q in queries:
+        if q.dataset not in streams:
+            t0 = time.perf_counter()
+            si = dataset_stream(q.dataset, cfg)
+            gen_s = time.perf_counter() - t0
+            es = load_event_stream(si.schema_sql())
+            streams[q.dataset] = (si, es)
+            info["datasets"][q.dataset] = {"directory": si.directory, "events": len(es), "params": si.params,
+                                           "generate_s": gen_s, "parse_s": es.parse_seconds,
+                                           "parse_rate": len(es) / es.parse_seconds if es.parse_seconds else None}
+            log(f"[bench] {q.dataset}: {len(es):,} events in {si.directory} "
+                f"(generate/reuse {gen_s:.1f}s, parse {es.parse_seconds:.2f}s = "
+                f"{len(es) / max(es.parse_seconds, 1e-9):,.0f} events/s)")
+        si, es = streams[q.dataset]
+        text = si.schema_sql() + "\n" + q.text
+        try:
+            rels, comp0 = stream_relations(text)
+        except ToasterError as e:
+            log(f"[bench] {q.name}: does not compile: {str(e).splitlines()[0]}")
+            for be in cfg.backends:
+                results.append(RunResult(q.dataset, q.name, be, DEFAULT_STRATEGY, "-", 0, "UNSUPPORTED",
+                                         note=str(e).splitlines()[0][:200]))
+            continue
+        relations = list(comp0.m3.relations)
+        stream_rels = rels & set(es.stream_names)
+        total = es.count(stream_rels)
+        if cfg.max_events is not None:
+            total = min(total, cfg.max_events)
+        expected = ExpectedResults(es, relations, stream_rels, tuple(comp0.oracle_sql))
+        tables = [b for b in es.tables if b.relation in {r.name for r in relations}]
+        log(f"[bench] {q.name}: {total:,} events of {', '.join(sorted(stream_rels))}")
+        for bs in cfg.batch_sizes:
+            t0 = time.perf_counter()
+            batches = es.batches(bs, stream_rels, total)
+            info.setdefault("batching_s", {})[f"{q.name}/{bs}"] = time.perf_counter() - t0
+            base = RunResult(q.dataset, q.name, "", "", "", bs, stream_events=total)
+            runs = []
+            for be in cfg.backends:
+                strategies = [REEVAL_BACKENDS[be]] if be in REEVAL_BACKENDS else cfg.strategies
+                for st in strategies:
+                    r = run_engine(text, be, st, mode_for(be, bs, cfg.mode), batches, tables, expected, base,
+                                   cfg.time_limit, cfg.progress, cfg.master)
+                    runs.append(r)
+                    log("[bench] " + describe(r))
+            if cfg.duckdb:
+                d = run_duckdb(relations, tuple(comp0.oracle_sql), batches, tables, base, cfg.time_limit,
+                               cfg.duckdb_windows, cfg.duckdb_threads, cfg.progress)
+                log("[bench] " + describe(d))
+                for r in runs:
+                    r.duckdb_rate = d.rate
+                    if r.rate is not None and d.rate:
+                        r.ratio = r.rate / d.rate
+                d.duckdb_rate, d.ratio = d.rate, 1.0 if d.rate else None
+                runs.append(d)
+            results.extend(runs)
+    return results, info
+
+
+def describe(r: RunResult) -> str:
+    head = f"{r.query:12s} {r.backend:6s} {r.strategy:7s} {r.mode:5s} bs={r.batch_size:<6d}"
+    if r.status != "OK":
+        return f"{head} {r.status}: {r.note}"
+    rate = f"{r.rate:,.0f} ev/s" if r.rate else "-"
+    comp = f" compile {r.compile_s:.2f}s" if r.compile_s is not None else ""
+    mem = f" peak {r.peak_mb:.1f}MB" if r.peak_mb is not None else ""
+    return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}"

@@ -1,0 +1,13 @@
+-- TPC-H Q22, global sales opportunity (streaming: ORDER BY dropped; SUBSTRING is 0-based here,
+-- so the spec's SUBSTRING(C_PHONE FROM 1 FOR 2) is SUBSTRING(C_PHONE, 0, 2))
+INCLUDE 'tests/queries/tpch/schema.sql';
+
+SELECT CNTRYCODE, COUNT(*) AS NUMCUST, SUM(C_ACCTBAL) AS TOTACCTBAL
+FROM (SELECT SUBSTRING(C_PHONE, 0, 2) AS CNTRYCODE, C_ACCTBAL
+      FROM CUSTOMER
+      WHERE SUBSTRING(C_PHONE, 0, 2) IN ('13', '31', '23', '29', '30', '18', '17')
+        AND C_ACCTBAL > (SELECT AVG(c2.C_ACCTBAL) FROM CUSTOMER c2
+                         WHERE c2.C_ACCTBAL > 0.00
+                           AND SUBSTRING(c2.C_PHONE, 0, 2) IN ('13', '31', '23', '29', '30', '18', '17'))
+        AND NOT EXISTS (SELECT * FROM ORDERS WHERE O_CUSTKEY = C_CUSTKEY)) AS CUSTSALE
+GROUP BY CNTRYCODE;
