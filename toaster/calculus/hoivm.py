@@ -19,7 +19,7 @@ from collections import deque
 import networkx as nx
 
 from toaster.calculus.delta import delta
-from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value,
+from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations,
                                  term_vars, ONE)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
@@ -61,6 +61,9 @@ class HOIVMCompiler:
 
     def _compile_map(self, m: MapDecl) -> None:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
+        if has_nested_aggregate(body):
+            self._reevaluate(m, body)
+            return
         for rel in self.relation_order:
             if rel not in relations(body):
                 continue
@@ -73,6 +76,37 @@ class HOIVMCompiler:
                     stmt = self._statement(m, ev, mono, bound)
                     if stmt is not None:
                         self.statements.setdefault(ev, []).append(stmt)
+
+    def _reevaluate(self, m: MapDecl, body) -> None:
+        """Nested aggregates: the delta of (x := Q) is not simpler than the query (VLDBJ'14
+        §5.1), so this map is re-evaluated after every update, from maps of the base
+        relations (the `rep` decision of the papers; issue-4 heuristics refine it)."""
+        rhs = AggSum(tuple(m.keys), self._over_base_maps(body))
+        for rel in self.relation_order:
+            if rel not in relations(body):
+                continue
+            for ev in events_for(self.relations[rel], self.mode):
+                self.statements.setdefault(ev, []).append(Statement(m.name, tuple(m.keys), ":=", rhs))
+
+    def _over_base_maps(self, e):
+        """e with every relation atom replaced by a reference to a map holding the relation."""
+        match e:
+            case Rel(n, vs):
+                decl = self.relations[n]
+                keys = tuple(Var(f"{n}_{c.name}", c.type) for c in decl.columns)
+                name, order = self._register(AggSum(keys, Rel(n, keys)), keys, _BASE_PARENT)
+                return MapRef(name, tuple(vs[i] for i in order), INT)
+            case Sum(ts):
+                return Sum(tuple(self._over_base_maps(t) for t in ts))
+            case Prod(fs):
+                return Prod(tuple(self._over_base_maps(f) for f in fs))
+            case AggSum(gs, q):
+                return AggSum(gs, self._over_base_maps(q))
+            case Lift(v, q):
+                return Lift(v, self._over_base_maps(q))
+            case Extremum(kind, gs, t, q):
+                return Extremum(kind, gs, t, self._over_base_maps(q))
+        return e
 
     # -------------------------------------------------------------- statement
     def _statement(self, m: MapDecl, ev: Event, mono: Monomial, bound: set):
@@ -183,13 +217,16 @@ class HOIVMCompiler:
         canon = canonical(definition, keys)
         if canon in self.by_canon:
             return self.by_canon[canon], tuple(range(len(keys)))
-        root = self.root[parent.name]
         rels = "".join(r.name for r in _atoms(definition))
-        self.counter[root] = self.counter.get(root, 0) + 1
-        name = f"{root}_m{rels}{self.counter[root]}"
+        if parent is _BASE_PARENT:
+            name = f"BASE_{rels}"
+        else:
+            root = self.root[parent.name]
+            self.counter[root] = self.counter.get(root, 0) + 1
+            name = f"{root}_m{rels}{self.counter[root]}"
         decl = MapDecl(name, tuple(keys), expr_type(definition), definition, "aux")
         self.maps[name] = decl
-        self.root[name] = root
+        self.root[name] = name if parent is _BASE_PARENT else root
         self.by_canon[canon] = name
         self.by_body[(body_text, frozenset(key_names))] = (name, key_names)
         self.pending.append(decl)
@@ -202,6 +239,21 @@ class HOIVMCompiler:
                 col = self.relations[f.name].columns[f.vars.index(v)]
                 return f"{f.name}_{col.name}"
         return None
+
+
+_BASE_PARENT = MapDecl("BASE", (), INT, None, "aux")
+
+
+def has_nested_aggregate(e) -> bool:
+    """Does e contain a lift or extremum over relations (a nested aggregate)?"""
+    match e:
+        case Lift(_, q) | Extremum(_, _, _, q):
+            return bool(relations(q))
+        case Sum(ts) | Prod(ts):
+            return any(has_nested_aggregate(t) for t in ts)
+        case AggSum(_, q):
+            return has_nested_aggregate(q)
+    return False
 
 
 def _key_restriction(f, keys, bound) -> dict | None:
@@ -299,14 +351,19 @@ def canonical_body(definition, keys) -> tuple[str, tuple]:
 
 
 def order_statements(stmts) -> list:
-    """Order statements so that every map is read before any statement writes it."""
+    """Order statements so that incremental (+=) statements read every map before it is
+    written (they add a delta to the old state), and re-evaluations (:=) read it after (they
+    recompute from the new state)."""
     g = nx.DiGraph()
     g.add_nodes_from(range(len(stmts)))
     reads = [_maps_read(s.rhs) for s in stmts]
     for i in range(len(stmts)):
         for j in range(len(stmts)):
             if i != j and stmts[j].target in reads[i] and stmts[i].target != stmts[j].target:
-                g.add_edge(i, j)
+                if stmts[i].op == ":=":
+                    g.add_edge(j, i)
+                else:
+                    g.add_edge(i, j)
     try:
         order = list(nx.lexicographical_topological_sort(g))
     except nx.NetworkXUnfeasible:
@@ -323,7 +380,7 @@ def _maps_read(e) -> set:
             for t in ts:
                 out |= _maps_read(t)
             return out
-        case AggSum(_, q) | Lift(_, q):
+        case AggSum(_, q) | Lift(_, q) | Extremum(_, _, _, q):
             return _maps_read(q)
     return set()
 

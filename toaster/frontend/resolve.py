@@ -1,213 +1,578 @@
-"""Name resolution, type checking and result naming for SELECT statements.
+"""Name resolution, type checking and result naming for query statements (DIALECT.md §3-§6, §9).
 
-Produces ResolvedQuery objects: the select with every ColumnRef resolved (source alias and
-type), every expression typed, and the result shape decided (DIALECT.md §5 and §9): key
-columns (non-aggregate targets in SELECT order, then unselected GROUP BY columns) and value
-columns (one per aggregate target, or COUNT for a non-aggregate query).
+resolve_program(prog) returns one ResolvedQuery per top-level statement. Every resolved Select,
+at any depth, is normalized (see the lead's contract in the ResolvedQuery docstring):
+  * from_items hold only RelItem / SubqueryItem; JOINs are flattened (ON and NATURAL equalities
+    AND-ed into where, ON conditions first); every FROM alias is unique in the whole program
+    (a second `R` becomes `R_2`, ...).
+  * `*` / `R.*` are expanded; every Target.alias is set to the target's output name (unique in
+    its select): the written alias, else the column name of a bare column, else a generated
+    __SQL_<SUM|COUNT|AVG|MIN|MAX>_AGGREGATE_n / __SQL_EXPRESSION_n (COUNT(DISTINCT) is a COUNT).
+    n comes from one counter shared by all kinds and all statements, advanced for every target
+    that contains an aggregate (aliased or not) and every unaliased target that is neither a
+    bare column nor `*`, in the order target lists end in the source text.
+  * ColumnRef.source is the unique alias of the FROM item providing it (in this select or an
+    enclosing one); every expression has .type.
+  * group_by holds resolved expressions (aliases and ordinals replaced by the target's
+    expression); order_by items refer to result columns (alias, ordinal, or an expression equal
+    to one) and hold that column's expression.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 from toaster.errors import SemanticError, UnsupportedError
 from toaster.frontend import ast as A
-from toaster.types import INT, FLOAT, DATE, STRING, BOOL, Type
+from toaster.frontend.functions import BUILTINS, NULL_FUNCTIONS, builtin_result_type
+from toaster.types import INT, FLOAT, DATE, STRING, Type, promote
 
 
 @dataclass(frozen=True)
 class ResolvedQuery:
-    index: int                 # 1-based position among the program's SELECTs
+    """One top-level statement.
+
+    key_columns: tuple[(output name, expr)]: for an aggregate query the non-aggregate targets in
+    SELECT order, then the unselected GROUP BY expressions (named by their column name, else
+    __SQL_GROUP_BY_<position>); for a non-aggregate query every target; for a SetOp its output
+    columns as ColumnRef(None, name, source=None, type=<promoted type>).
+    value_columns: tuple[(output name, expr | None)]: one per aggregate target (the whole target
+    expression), or a single (prefix + 'COUNT', None) multiplicity column. Value names get the
+    QUERY_<k>_ prefix when the program has several statements; key names never do.
+    """
+    index: int                 # 1-based position among the program's statements
     name: str                  # 'QUERY_<index>'
-    select: A.Select           # with resolved ColumnRefs and typed expressions
-    aliases: tuple             # tuple[(alias, RelationDecl)] in FROM order
-    key_columns: tuple         # tuple[(output name, ColumnRef)]
-    value_columns: tuple       # tuple[(output name, AggCall | None)]; None = multiplicity (COUNT)
+    select: object             # resolved A.Select | A.SetOp
+    aliases: tuple             # tuple[(alias, RelationDecl)]: RelItems of the top-level FROM
+    key_columns: tuple
+    value_columns: tuple
     is_aggregate: bool
+    relations: tuple = ()      # tuple[(alias, RelationDecl)]: every RelItem of the statement, any depth
+    functions: tuple = ()      # tuple[CreateFunction] of the program
 
 
 def _err(msg: str, node, cls=SemanticError):
-    pos = getattr(node, "pos", A.NOPOS)
+    pos = getattr(node, "pos", A.NOPOS) or A.NOPOS
     return cls(msg, line=pos.line or None, column=pos.column or None)
 
 
-class _Scope:
-    def __init__(self, aliases):
-        self.aliases = dict(aliases)
+# ------------------------------------------------------------------ generic walking
 
-    def resolve(self, ref: A.ColumnRef) -> A.ColumnRef:
-        if ref.qualifier is not None:
-            decl = self.aliases.get(ref.qualifier)
-            if decl is None:
-                raise _err(f"unknown relation or alias {ref.qualifier}", ref)
-            col = next((c for c in decl.columns if c.name == ref.name), None)
-            if col is None:
-                raise _err(f"{ref.qualifier} has no column {ref.name}", ref)
-            return replace(ref, source=ref.qualifier, type=col.type)
-        hits = [(a, c) for a, d in self.aliases.items() for c in d.columns if c.name == ref.name]
-        if not hits:
-            raise _err(f"unknown column {ref.name}", ref)
-        if len(hits) > 1:
-            raise _err(f"ambiguous column {ref.name} (in {', '.join(a for a, _ in hits)})", ref)
-        alias, col = hits[0]
-        return replace(ref, source=alias, type=col.type)
+def _kids(node):
+    """The AST nodes directly inside `node` (through tuples), in field order."""
+    for f in fields(node):
+        if f.name in ("pos", "type"):
+            continue
+        yield from _flatten(getattr(node, f.name))
 
 
-def expr_type(e) -> Type:
-    if isinstance(e, A.Literal):
-        return e.type
-    return e.type
+def _flatten(v):
+    if isinstance(v, tuple):
+        for x in v:
+            yield from _flatten(x)
+    elif is_dataclass(v) and not isinstance(v, type) and type(v).__module__ == A.__name__:
+        yield v
 
 
-def _check_expr(e, scope: _Scope, allow_agg: bool):
-    """Resolve and type an expression; returns the new node."""
-    match e:
-        case A.Literal():
-            return e
-        case A.ColumnRef():
-            return scope.resolve(e)
-        case A.BinaryOp(op, l, r):
-            l2, r2 = _check_expr(l, scope, allow_agg), _check_expr(r, scope, allow_agg)
-            for side in (l2, r2):
-                if not expr_type(side).is_numeric:
-                    raise _err(f"operator {op} needs numbers, got {expr_type(side)}", side)
-            if op == "/":
-                t = FLOAT
-            else:
-                t = FLOAT if FLOAT in (expr_type(l2), expr_type(r2)) else INT
-            return replace(e, left=l2, right=r2, type=t)
-        case A.Negate(arg):
-            a2 = _check_expr(arg, scope, allow_agg)
-            if not expr_type(a2).is_numeric:
-                raise _err(f"unary - needs a number, got {expr_type(a2)}", a2)
-            return replace(e, arg=a2, type=expr_type(a2))
-        case A.AggCall(func, args):
-            if not allow_agg:
-                raise _err(f"aggregate {func} is not allowed here", e)
-            args2 = tuple(_check_expr(a, scope, False) for a in args)
-            if func == "SUM":
-                if not expr_type(args2[0]).is_numeric:
-                    raise _err(f"SUM needs a number, got {expr_type(args2[0])}", args2[0])
-                t = expr_type(args2[0])
-            else:
-                t = INT
-            return replace(e, args=args2, type=t)
-    raise _err(f"unexpected expression {type(e).__name__}", e, UnsupportedError)
+_QUERIES = (A.Select, A.SetOp)
 
 
-def _comparable(a: Type, b: Type) -> bool:
+def iter_nodes(node, into_queries: bool = True):
+    """`node` and every AST node below it; with into_queries=False nested queries are skipped."""
+    yield node
+    for k in _kids(node):
+        if not into_queries and isinstance(k, _QUERIES):
+            continue
+        yield from iter_nodes(k, into_queries)
+
+
+def _map(node, f):
+    """Rebuild `node` bottom-up, applying f to every AST node."""
+    if isinstance(node, tuple):
+        return tuple(_map(x, f) for x in node)
+    if not (is_dataclass(node) and not isinstance(node, type) and type(node).__module__ == A.__name__):
+        return node
+    changes = {fl.name: _map(getattr(node, fl.name), f) for fl in fields(node)
+               if fl.name not in ("pos", "type")}
+    return f(replace(node, **changes))
+
+
+def same_expr(a, b) -> bool:
+    """Equality of resolved expressions regardless of how their columns were qualified."""
+    strip = lambda n: replace(n, qualifier=None) if isinstance(n, A.ColumnRef) else n
+    return _map(a, strip) == _map(b, strip)
+
+
+def contains_agg(e) -> bool:
+    """Whether e has an aggregate of its own select (not counting those of nested queries)."""
+    return any(isinstance(n, A.AggCall) for n in iter_nodes(e, into_queries=False))
+
+
+def output_columns(q) -> tuple:
+    """tuple[(name, Type)] of a resolved Select or SetOp (a SetOp: left names, promoted types)."""
+    if isinstance(q, A.SetOp):
+        left, right = output_columns(q.left), output_columns(q.right)
+        return tuple((n, _union_type(t, u)) for (n, t), (_, u) in zip(left, right))
+    return tuple((t.alias, t.expr.type) for t in q.targets)
+
+
+def _union_type(a: Type, b: Type) -> Type | None:
     if a.is_numeric and b.is_numeric:
-        return True
-    return a == b
+        return promote(a, b)
+    return a if a == b else None
 
 
-def _check_cond(c, scope: _Scope):
-    match c:
-        case A.Comparison(op, l, r):
-            l2, r2 = _check_expr(l, scope, False), _check_expr(r, scope, False)
-            if not _comparable(expr_type(l2), expr_type(r2)):
-                raise _err(f"cannot compare {expr_type(l2)} with {expr_type(r2)}", c)
-            return replace(c, left=l2, right=r2)
-        case A.And(args):
-            return replace(c, args=tuple(_check_cond(a, scope) for a in args))
-        case A.Or():
-            raise _err("OR", c, UnsupportedError)
-        case A.NotCond():
-            raise _err("NOT", c, UnsupportedError)
-        case A.BoolConst():
-            return c
-    raise _err(f"unexpected condition {type(c).__name__}", c, UnsupportedError)
+def comparable(a: Type, b: Type) -> bool:
+    return (a.is_numeric and b.is_numeric) or a == b
 
 
-def _contains_agg(e) -> bool:
+# ------------------------------------------------------------------------ scopes
+
+@dataclass
+class _Source:
+    written: str               # the alias as written in this FROM
+    alias: str                 # program-unique alias
+    columns: tuple             # tuple[(name, Type)]
+
+
+class _Scope:
+    def __init__(self, sources: list, parent: "_Scope | None", merged: dict | None = None):
+        self.sources = sources
+        self.parent = parent
+        self.merged = merged or {}   # (alias, column) -> representative, for NATURAL JOIN copies
+
+    def lookup(self, ref: A.ColumnRef) -> A.ColumnRef:
+        scope = self
+        if ref.qualifier is not None:
+            while scope is not None:
+                src = next((s for s in scope.sources if s.written == ref.qualifier), None)
+                if src is not None:
+                    t = dict(src.columns).get(ref.name)
+                    if t is None:
+                        raise _err(f"{ref.qualifier} has no column {ref.name}", ref)
+                    return replace(ref, source=src.alias, type=t)
+                scope = scope.parent
+            raise _err(f"unknown relation or alias {ref.qualifier}", ref)
+        while scope is not None:
+            hits = [(s, t) for s in scope.sources for n, t in s.columns if n == ref.name]
+            if len(hits) > 1:
+                reps = {scope.merged.get((s.alias, ref.name), (s.alias, ref.name)) for s, _ in hits}
+                if len(reps) > 1:
+                    raise _err(f"ambiguous column {ref.name} (in {', '.join(s.written for s, _ in hits)})", ref)
+            if hits:
+                src, t = hits[0]
+                return replace(ref, source=src.alias, type=t)
+            scope = scope.parent
+        raise _err(f"unknown column {ref.name}", ref)
+
+    def aliases(self) -> set:
+        return {s.alias for s in self.sources}
+
+
+# ---------------------------------------------------------------------- resolver
+
+class _Resolver:
+    def __init__(self, prog: A.SqlProgram):
+        self.relations = {r.name: r for r in prog.relations}
+        self.functions = {f.name: f for f in prog.functions}
+        self.counter = 0
+        self.written_aliases = {n.alias for s in prog.selects for n in iter_nodes(s)
+                                if isinstance(n, (A.RelItem, A.SubqueryItem))}
+        self.used_aliases: set = set()
+        self.target_names: dict = {}     # id(unresolved Select) -> [generated name | None per target]
+        self.statement_relations: list = []
+
+    # ---------------------------------------------------------------- naming
+    def number_targets(self, stmt) -> None:
+        """Generated target names, numbered in the order target lists end (DIALECT.md §5)."""
+        selects = [n for n in iter_nodes(stmt) if isinstance(n, A.Select)]
+        for sel in sorted(selects, key=lambda s: s.targets_end):
+            names = []
+            for t in sel.targets:
+                e = t.expr
+                has_agg = not isinstance(e, A.Star) and contains_agg(e)
+                if isinstance(e, A.Star) or (t.alias is None and isinstance(e, A.ColumnRef)):
+                    names.append(None)
+                    continue
+                if has_agg or t.alias is None:
+                    self.counter += 1
+                if t.alias is not None:
+                    names.append(t.alias)
+                elif isinstance(e, A.AggCall):
+                    names.append(f"__SQL_{e.func}_AGGREGATE_{self.counter}")
+                else:
+                    names.append(f"__SQL_EXPRESSION_{self.counter}")
+            self.target_names[id(sel)] = names
+
+    def unique_alias(self, written: str) -> str:
+        name, n = written, 2
+        while name in self.used_aliases or (name != written and name in self.written_aliases):
+            name = f"{written}_{n}"
+            n += 1
+        self.used_aliases.add(name)
+        return name
+
+    # --------------------------------------------------------------- queries
+    def query(self, q, parent: _Scope | None, nested: bool):
+        if isinstance(q, A.SetOp):
+            for side in (q.left, q.right):
+                if isinstance(side, A.Select) and (side.order_by or side.limit is not None):
+                    raise _err(f"ORDER BY / LIMIT on an operand of {q.op}", side, UnsupportedError)
+            left = self.query(q.left, parent, True)
+            right = self.query(q.right, parent, True)
+            lc, rc = output_columns(left), output_columns(right)
+            if len(lc) != len(rc):
+                raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
+            for i, ((_, t), (_, u)) in enumerate(zip(lc, rc), start=1):
+                if _union_type(t, u) is None:
+                    raise _err(f"{q.op} column {i}: cannot combine {t} with {u}", q)
+            return replace(q, left=left, right=right)
+        if nested and q.limit is not None:
+            raise _err("LIMIT in a subquery", q, UnsupportedError)
+        return self.select(q, parent)
+
+    def subquery(self, q, scope: _Scope, what: str, one_column: bool, aggregate: bool = False):
+        r = self.query(q, scope, True)
+        cols = output_columns(r)
+        if one_column and len(cols) != 1:
+            raise _err(f"{what} must have exactly one column, not {len(cols)}", q)
+        if aggregate and not (isinstance(r, A.Select) and _is_aggregate(r)):
+            raise _err(f"{what} must be an aggregate query (use IN for a set of values)", q)
+        return r, cols
+
+    def select(self, sel: A.Select, parent: _Scope | None) -> A.Select:
+        sources, items, on_conds, merged = [], [], [], {}
+        for item in sel.from_items:
+            self.from_item(item, parent, sources, items, on_conds, merged)
+        scope = _Scope(sources, parent, merged)
+        local = scope.aliases()
+
+        # NATURAL JOIN equalities come resolved; ON conditions see the whole FROM
+        conds = [c if done else self.cond(c, scope, "ON") for done, c in on_conds]
+        if sel.where is not None:
+            conds.append(self.cond(sel.where, scope, "WHERE"))
+        flat = []
+        for c in conds:
+            flat.extend(c.args if isinstance(c, A.And) else [c])
+        where = None if not flat else flat[0] if len(flat) == 1 else A.And(tuple(flat), flat[0].pos)
+
+        generated = self.target_names.get(id(sel)) or [None] * len(sel.targets)
+        targets = []
+        for t, gen in zip(sel.targets, generated):
+            if isinstance(t.expr, A.Star):
+                targets.extend(self.expand_star(t.expr, scope))
+            else:
+                e = self.expr(t.expr, scope, None)
+                targets.append(A.Target(e, gen or t.expr.name, t.pos))
+        names: set = set()
+        for i, t in enumerate(targets):
+            targets[i] = replace(t, alias=_unique_name(t.alias, names))
+
+        group_by = tuple(self.group_expr(g, scope, targets) for g in sel.group_by)
+        having = self.cond(sel.having, scope, None) if sel.having is not None else None
+        is_agg = bool(group_by) or having is not None or any(contains_agg(t.expr) for t in targets)
+        if is_agg:
+            for t in targets:
+                _check_grouped(t.expr, group_by, local)
+            if having is not None:
+                _check_grouped(having, group_by, local)
+        new = replace(sel, targets=tuple(targets), from_items=tuple(items), where=where,
+                      group_by=group_by, having=having)
+        order_by = tuple(self.order_item(o, scope, new, is_agg) for o in sel.order_by)
+        return replace(new, order_by=order_by)
+
+    def from_item(self, item, parent, sources, items, on_conds, merged) -> None:
+        match item:
+            case A.Join(kind, left, right, on):
+                self.from_item(left, parent, sources, items, on_conds, merged)
+                n_left = len(sources)
+                self.from_item(right, parent, sources, items, on_conds, merged)
+                if kind == "NATURAL":
+                    on_conds.extend((True, c) for c in
+                                    _natural_equalities(sources[:n_left], sources[n_left:], merged, item.pos))
+                elif on is not None:
+                    on_conds.append((False, on))
+                return
+            case A.RelItem(relation, written):
+                decl = self.relations.get(relation)
+                if decl is None:
+                    raise _err(f"unknown relation {relation}", item)
+                columns = tuple((c.name, c.type) for c in decl.columns)
+                new = None
+            case A.SubqueryItem(query, written):
+                new_query = self.query(query, parent, True)
+                columns = output_columns(new_query)
+                new = new_query
+            case _:
+                raise _err(f"unexpected FROM item {type(item).__name__}", item, UnsupportedError)
+        if any(s.written == written for s in sources):
+            raise _err(f"duplicate relation name {written} in FROM (use aliases)", item)
+        alias = self.unique_alias(written)
+        sources.append(_Source(written, alias, columns))
+        if isinstance(item, A.RelItem):
+            self.statement_relations.append((alias, decl))
+            items.append(A.RelItem(item.relation, alias, item.pos))
+        else:
+            items.append(A.SubqueryItem(new, alias, item.pos))
+
+    def expand_star(self, star: A.Star, scope: _Scope) -> list:
+        if star.qualifier is None:
+            srcs = scope.sources
+            if not srcs:
+                raise _err("SELECT * without FROM", star)
+        else:
+            srcs = [s for s in scope.sources if s.written == star.qualifier]
+            if not srcs:
+                raise _err(f"unknown relation or alias {star.qualifier}", star)
+        return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t), n, star.pos)
+                for s in srcs for n, t in s.columns]
+
+    def group_expr(self, g, scope: _Scope, targets):
+        if isinstance(g, A.Literal) and g.type == INT:
+            if not 1 <= g.value <= len(targets):
+                raise _err(f"GROUP BY position {g.value} is not in the select list", g)
+            e = targets[g.value - 1].expr
+            if contains_agg(e):
+                raise _err(f"GROUP BY position {g.value} refers to an aggregate", g)
+            return e
+        if isinstance(g, A.ColumnRef) and g.qualifier is None:
+            try:
+                return scope.lookup(g)
+            except SemanticError:
+                for t in targets:
+                    if t.alias == g.name:
+                        if contains_agg(t.expr):
+                            raise _err(f"GROUP BY {g.name} refers to an aggregate", g) from None
+                        return t.expr
+                raise
+        return self.expr(g, scope, "GROUP BY")
+
+    def order_item(self, o: A.OrderItem, scope: _Scope, sel: A.Select, is_agg: bool) -> A.OrderItem:
+        e = o.expr
+        result_exprs = [t.expr for t in sel.targets] + list(sel.group_by if is_agg else ())
+        if isinstance(e, A.Literal) and e.type == INT:
+            if not 1 <= e.value <= len(sel.targets):
+                raise _err(f"ORDER BY position {e.value} is not in the select list", e)
+            return replace(o, expr=sel.targets[e.value - 1].expr)
+        if isinstance(e, A.ColumnRef) and e.qualifier is None:
+            hit = next((t for t in sel.targets if t.alias == e.name), None)
+            if hit is not None:
+                return replace(o, expr=hit.expr)
+        r = self.expr(e, scope, None if is_agg else "ORDER BY of a non-aggregate query")
+        if not any(same_expr(r, x) for x in result_exprs):
+            raise _err("ORDER BY must name a result column (its alias, position or expression)", e)
+        return replace(o, expr=r)
+
+    # ----------------------------------------------------------- expressions
+    def expr(self, e, scope: _Scope, no_agg: str | None):
+        """Resolve and type an expression. no_agg: None if aggregates are allowed here, else the
+        name of the place (for the error message)."""
+        match e:
+            case A.Literal():
+                return e
+            case A.ColumnRef():
+                return scope.lookup(e)
+            case A.BinaryOp(op, l, r):
+                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                for side in (l2, r2):
+                    if not side.type.is_numeric:
+                        raise _err(f"operator {op} needs numbers, got {side.type}", side)
+                t = FLOAT if op == "/" else promote(l2.type, r2.type)
+                return replace(e, left=l2, right=r2, type=t)
+            case A.Negate(arg):
+                a2 = self.expr(arg, scope, no_agg)
+                if not a2.type.is_numeric:
+                    raise _err(f"unary - needs a number, got {a2.type}", a2)
+                return replace(e, arg=a2, type=a2.type)
+            case A.AggCall(func, args):
+                if no_agg is not None:
+                    if no_agg.startswith("nested"):
+                        raise _err(f"nested aggregate {func} inside {no_agg.split()[1]}", e)
+                    raise _err(f"aggregate {func} is not allowed in {no_agg}", e)
+                args2 = tuple(self.expr(a, scope, f"nested {func}") for a in args)
+                if func in ("SUM", "AVG") and not args2[0].type.is_numeric:
+                    raise _err(f"{func} needs a number, got {args2[0].type}", args2[0])
+                t = {"COUNT": INT, "AVG": FLOAT}.get(func) or args2[0].type
+                return replace(e, args=args2, type=t)
+            case A.FuncCall(name, args):
+                return self.func_call(e, tuple(self.expr(a, scope, no_agg) for a in args))
+            case A.Case(whens, else_):
+                whens2 = tuple((self.cond(c, scope, no_agg), self.expr(v, scope, no_agg)) for c, v in whens)
+                else2 = self.expr(else_, scope, no_agg) if else_ is not None else None
+                types = [v.type for _, v in whens2] + ([else2.type] if else2 is not None else [])
+                if all(t.is_numeric for t in types):
+                    t = FLOAT if FLOAT in types else INT
+                elif len(set(types)) == 1:
+                    t = types[0]
+                    if else2 is None:
+                        raise _err(f"CASE without ELSE must have numeric results (a missing ELSE is 0), not {t}", e)
+                else:
+                    raise _err(f"CASE branches have incompatible types {', '.join(sorted(set(map(str, types))))}", e)
+                return replace(e, whens=whens2, else_=else2, type=t)
+            case A.ScalarSubquery(query):
+                q, cols = self.subquery(query, scope, "a scalar subquery", True, aggregate=True)
+                return replace(e, query=q, type=cols[0][1])
+            case A.Star():
+                raise _err("* is only allowed as a whole target or in COUNT(*)", e)
+            case A.Unsupported(what):
+                raise _err(what, e, UnsupportedError)
+        raise _err(f"unexpected expression {type(e).__name__}", e, UnsupportedError)
+
+    def func_call(self, e: A.FuncCall, args: tuple):
+        name = e.name
+        arg_types = [a.type for a in args]
+        decl = self.functions.get(name)
+        if decl is not None:
+            if len(args) != len(decl.arg_types):
+                raise _err(f"function {name} takes {len(decl.arg_types)} argument(s), got {len(args)}", e)
+            for i, (a, want) in enumerate(zip(args, decl.arg_types), start=1):
+                if not (a.type == want or (want == FLOAT and a.type == INT)):
+                    raise _err(f"argument {i} of {name} must be {want}, got {a.type}", a)
+            return replace(e, args=args, type=decl.return_type)
+        b = BUILTINS.get(name)
+        if b is None:
+            if name in NULL_FUNCTIONS:
+                raise _err(f"{name.upper()} (NULLs)", e, UnsupportedError)
+            raise _err(f"unknown function {name}", e)
+        if len(args) < b.min_args or (b.max_args is not None and len(args) > b.max_args):
+            want = (f"{b.min_args}" if b.min_args == b.max_args
+                    else f"at least {b.min_args}" if b.max_args is None else f"{b.min_args}-{b.max_args}")
+            raise _err(f"function {name} takes {want} argument(s), got {len(args)}", e)
+        if name == "date_part":
+            part = args[0]
+            if not (isinstance(part, A.Literal) and part.type == STRING
+                    and part.value.lower() in ("year", "month", "day")):
+                raise _err("date_part needs 'year', 'month' or 'day' as its first argument", part)
+            args = (replace(part, value=part.value.lower()),) + args[1:]
+        t = builtin_result_type(name, arg_types)
+        if isinstance(t, str):
+            raise _err(t, e)
+        return replace(e, args=args, type=t)
+
+    def cond(self, c, scope: _Scope, no_agg: str | None):
+        match c:
+            case A.Comparison(op, l, r):
+                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                if not comparable(l2.type, r2.type):
+                    raise _err(f"cannot compare {l2.type} with {r2.type}", c)
+                return replace(c, left=l2, right=r2)
+            case A.And(args) | A.Or(args):
+                return replace(c, args=tuple(self.cond(a, scope, no_agg) for a in args))
+            case A.NotCond(arg):
+                return replace(c, arg=self.cond(arg, scope, no_agg))
+            case A.BoolConst():
+                return c
+            case A.InQuery(expr, query) | A.Quantified(expr=expr, query=query):
+                e2 = self.expr(expr, scope, no_agg)
+                what = "a subquery of IN" if isinstance(c, A.InQuery) else f"a subquery of {c.quantifier}"
+                q2, cols = self.subquery(query, scope, what, True)
+                if not comparable(e2.type, cols[0][1]):
+                    raise _err(f"cannot compare {e2.type} with {cols[0][1]}", c)
+                return replace(c, expr=e2, query=q2)
+            case A.Exists(query):
+                q2, _ = self.subquery(query, scope, "EXISTS", False)
+                return replace(c, query=q2)
+            case A.Like(expr):
+                e2 = self.expr(expr, scope, no_agg)
+                if e2.type != STRING:
+                    raise _err(f"LIKE needs a string, got {e2.type}", c)
+                return replace(c, expr=e2)
+        raise _err(f"unexpected condition {type(c).__name__}", c, UnsupportedError)
+
+
+def _unique_name(name: str, used: set) -> str:
+    base, n = name, 2
+    while name in used:
+        name = f"{base}_{n}"
+        n += 1
+    used.add(name)
+    return name
+
+
+def _natural_equalities(left: list, right: list, merged: dict, pos) -> list:
+    """NATURAL JOIN: equate every right column with the first same-named left column."""
+    out = []
+    for r in right:
+        for name, t in r.columns:
+            hit = next(((l, u) for l in left for n, u in l.columns if n == name), None)
+            if hit is None:
+                continue
+            l, u = hit
+            if not comparable(t, u):
+                raise _err(f"NATURAL JOIN cannot compare {l.written}.{name} ({u}) with {r.written}.{name} ({t})",
+                           A.Target(None, None, pos))
+            rep = merged.get((l.alias, name), (l.alias, name))
+            merged[(r.alias, name)] = rep
+            merged.setdefault((l.alias, name), rep)
+            out.append(A.Comparison("=", A.ColumnRef(l.written, name, pos, l.alias, u),
+                                    A.ColumnRef(r.written, name, pos, r.alias, t), pos))
+    return out
+
+
+def _is_aggregate(sel: A.Select) -> bool:
+    return bool(sel.group_by) or sel.having is not None or any(contains_agg(t.expr) for t in sel.targets)
+
+
+def _check_grouped(e, group_by: tuple, local: set) -> None:
+    """In an aggregate select, outside aggregates only GROUP BY expressions, constants and
+    columns of enclosing selects may be used (also inside nested subqueries)."""
+    if any(same_expr(e, g) for g in group_by):
+        return
     match e:
         case A.AggCall():
-            return True
-        case A.BinaryOp(_, l, r):
-            return _contains_agg(l) or _contains_agg(r)
-        case A.Negate(a):
-            return _contains_agg(a)
-    return False
+            return
+        case A.ColumnRef(source=src) if src in local:
+            raise _err(f"column {e.source}.{e.name} must appear in GROUP BY or inside an aggregate", e)
+        case A.Select() | A.SetOp():
+            for n in iter_nodes(e):
+                if isinstance(n, A.ColumnRef) and n.source in local \
+                        and not any(same_expr(n, g) for g in group_by):
+                    raise _err(f"column {n.source}.{n.name} must appear in GROUP BY or inside an aggregate", n)
+            return
+    for k in _kids(e):
+        _check_grouped(k, group_by, local)
 
+
+# ---------------------------------------------------------------------- results
 
 def resolve_program(prog: A.SqlProgram) -> tuple:
-    """Resolve every SELECT of the program; returns tuple[ResolvedQuery]."""
-    relations = {r.name: r for r in prog.relations}
+    """Resolve every statement of the program; returns tuple[ResolvedQuery]."""
+    r = _Resolver(prog)
     several = len(prog.selects) > 1
-    counter = [0]
     out = []
-    for i, sel in enumerate(prog.selects, start=1):
+    for i, stmt in enumerate(prog.selects, start=1):
         try:
-            out.append(_resolve_select(sel, i, relations, several, counter))
-        except SemanticError as e:
-            raise e.located(prog.file)
-        except UnsupportedError as e:
+            r.number_targets(stmt)
+            r.statement_relations = []
+            q = r.query(stmt, None, False)
+            out.append(_result(q, i, several, tuple(r.statement_relations), tuple(prog.functions)))
+        except (SemanticError, UnsupportedError) as e:
             raise e.located(prog.file)
     return tuple(out)
 
 
-def _resolve_select(sel: A.Select, index: int, relations: dict, several: bool, counter) -> ResolvedQuery:
-    if not sel.from_items:
-        raise _err("SELECT without FROM", sel, UnsupportedError)
-    aliases = []
-    for item in sel.from_items:
-        decl = relations.get(item.relation)
-        if decl is None:
-            raise _err(f"unknown relation {item.relation}", item)
-        if any(a == item.alias for a, _ in aliases):
-            raise _err(f"duplicate relation name {item.alias} in FROM (use aliases)", item)
-        aliases.append((item.alias, decl))
-    scope = _Scope(aliases)
-    where = _check_cond(sel.where, scope) if sel.where is not None else None
-    group_by = []
-    for g in sel.group_by:
-        if not isinstance(g, A.ColumnRef):
-            raise _err("GROUP BY on an expression", g, UnsupportedError)
-        group_by.append(scope.resolve(g))
-    targets = []
-    for t in sel.targets:
-        expr = _check_expr(t.expr, scope, allow_agg=True)
-        if _contains_agg(expr) and not isinstance(expr, A.AggCall):
-            raise _err("arithmetic over aggregates (e.g. SUM(x) * 2)", t, UnsupportedError)
-        targets.append(replace(t, expr=expr))
-    is_agg = bool(group_by) or any(isinstance(t.expr, A.AggCall) for t in targets)
+def _result(q, index: int, several: bool, relations: tuple, functions: tuple) -> ResolvedQuery:
     prefix = f"QUERY_{index}_" if several else ""
-    used_names: set[str] = set()
-
-    def unique(name: str) -> str:
-        base, n = name, 2
-        while name in used_names:
-            name = f"{base}_{n}"
-            n += 1
-        used_names.add(name)
-        return name
-
-    key_columns, value_columns = [], []
-    gb_keys = {(g.source, g.name) for g in group_by}
-    for t in targets:
-        if isinstance(t.expr, A.AggCall):
-            continue
-        if not isinstance(t.expr, A.ColumnRef):
-            raise _err("a non-aggregate target that is not a plain column", t, UnsupportedError)
-        if is_agg and (t.expr.source, t.expr.name) not in gb_keys:
-            raise _err(f"column {t.expr.name} must appear in GROUP BY or inside an aggregate", t)
-        if any((c.source, c.name) == (t.expr.source, t.expr.name) for _, c in key_columns):
-            raise _err(f"column {t.expr.name} selected twice", t, UnsupportedError)
-        key_columns.append((unique(t.alias or t.expr.name), t.expr))
-    for g in group_by:
-        if not any((c.source, c.name) == (g.source, g.name) for _, c in key_columns):
-            key_columns.append((unique(g.name), g))
+    used: set = set()
+    if isinstance(q, A.SetOp):
+        keys = tuple((_unique_name(n, used), A.ColumnRef(None, n, q.pos, None, t)) for n, t in output_columns(q))
+        values = ((_unique_name(prefix + "COUNT", used), None),)
+        return ResolvedQuery(index, f"QUERY_{index}", q, (), keys, values, False, relations, functions)
+    aliases = tuple((it.alias, decl) for it in q.from_items if isinstance(it, A.RelItem)
+                    for a, decl in relations if a == it.alias)
+    is_agg = _is_aggregate(q)
+    keys, values = [], []
     if is_agg:
-        for t in targets:
-            if not isinstance(t.expr, A.AggCall):
-                continue
-            counter[0] += 1
-            if t.alias:
-                name = prefix + t.alias
-            else:
-                name = f"{prefix}__SQL_{t.expr.func}_AGGREGATE_{counter[0]}"
-            value_columns.append((unique(name), t.expr))
+        for t in q.targets:
+            if not contains_agg(t.expr):
+                keys.append((_unique_name(t.alias, used), t.expr))
+        for i, g in enumerate(q.group_by, start=1):
+            if not any(same_expr(g, e) for _, e in keys):
+                keys.append((_unique_name(g.name if isinstance(g, A.ColumnRef) else f"__SQL_GROUP_BY_{i}", used), g))
+        for t in q.targets:
+            if contains_agg(t.expr):
+                values.append((_unique_name(prefix + t.alias, used), t.expr))
     else:
-        value_columns.append((unique(prefix + "COUNT"), None))
-    new_sel = replace(sel, targets=tuple(targets), where=where, group_by=tuple(group_by))
-    return ResolvedQuery(index, f"QUERY_{index}", new_sel, tuple(aliases), tuple(key_columns),
-                         tuple(value_columns), is_agg)
+        keys = [(_unique_name(t.alias, used), t.expr) for t in q.targets]
+        values = [(_unique_name(prefix + "COUNT", used), None)]
+    return ResolvedQuery(index, f"QUERY_{index}", q, aliases, tuple(keys), tuple(values), is_agg,
+                         relations, functions)

@@ -1,0 +1,5 @@
+-- error: cannot compare string with int @ 5:7
+CREATE STREAM P(NAME string, QTY int);
+
+SELECT COUNT(*) FROM P
+WHERE P.NAME > 1;

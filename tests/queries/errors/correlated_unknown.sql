@@ -1,0 +1,6 @@
+-- error: unknown column X @ 6:50
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT COUNT(*) FROM R
+WHERE R.A < (SELECT SUM(S.C) FROM S WHERE S.B = X);

@@ -1,0 +1,5 @@
+-- error: unknown relation or alias R @ 5:62
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+SELECT COUNT(*) FROM R, (SELECT S.C FROM S WHERE S.B = R.B) q;

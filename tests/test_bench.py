@@ -1,0 +1,244 @@
+"""bench/: the TPC-H and order-book stream generators, stream loading, and the harness catching
+a wrong engine. Runs at TPC-H scale 0.001 (needs tpchgen-cli, the `bench` extra)."""
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from bench import harness
+from bench.finance import generate_finance_stream
+from bench.harness import BenchConfig, RunResult, run_benchmark, run_engine
+from bench.stream import load_event_stream
+from bench.tpch import find_tpchgen, generate_tpch_stream
+from toaster.errors import ToasterError
+
+SCALE = 0.001
+ACTIVE = (300, 1200)
+
+
+def _have_tpchgen() -> bool:
+    try:
+        find_tpchgen()
+        return True
+    except ToasterError:
+        return False
+
+
+needs_tpchgen = pytest.mark.skipif(not _have_tpchgen(), reason="tpchgen-cli not installed (pip install -e '.[bench]')")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("benchdata"))
+
+
+@pytest.fixture(scope="module")
+def tpch(data_dir):
+    if not _have_tpchgen():
+        pytest.skip("tpchgen-cli not installed")
+    return generate_tpch_stream(os.path.join(data_dir, "tpch"), SCALE, seed=5, active_orders=ACTIVE[0],
+                                active_lineitems=ACTIVE[1], tbl_dir=os.path.join(data_dir, "tbl"))
+
+
+@pytest.fixture(scope="module")
+def tpch_events(tpch):
+    return load_event_stream(tpch.schema_sql())
+
+
+def _replay(es):
+    """Every event in stream order as (relation, sign, row)."""
+    for r, i in zip(es.order_rel.tolist(), es.order_row.tolist()):
+        b = es.per_relation[es.stream_names[r]]
+        yield es.stream_names[r], int(b.signs[i]), tuple(c[i] for c in b.columns)
+
+
+def test_tpch_stream_keeps_referential_integrity_and_active_sizes(tpch, tpch_events):
+    es = tpch_events
+    assert len(es) == tpch.events and len(es) > 8000
+    held = {r: Counter() for r in es.stream_names}
+    keys = {"CUSTOMER": Counter(), "PART": Counter(), "SUPPLIER": Counter(), "PARTSUPP": Counter(),
+            "ORDERS": Counter()}
+    lines_of_order = Counter()
+    nations = {row[0] for b in es.tables if b.relation == "NATION" for _, row in b.rows()}
+    max_size = Counter()
+    deletes = Counter()
+    for rel, sign, row in _replay(es):
+        if sign < 0:
+            deletes[rel] += 1
+            assert held[rel][row] > 0, f"delete of an absent {rel} tuple {row[:3]}"
+        held[rel][row] += sign
+        assert held[rel][row] in (0, 1), f"{rel} tuple {row[:3]} held twice"
+        max_size[rel] = max(max_size[rel], sum(held[rel].values()) if rel in ("ORDERS", "LINEITEM") else 0)
+        match rel:
+            case "CUSTOMER":
+                assert row[3] in nations
+                keys["CUSTOMER"][row[0]] += sign
+            case "SUPPLIER":
+                assert row[3] in nations
+                keys["SUPPLIER"][row[0]] += sign
+            case "PART":
+                keys["PART"][row[0]] += sign
+            case "PARTSUPP":
+                assert keys["PART"][row[0]] > 0 and keys["SUPPLIER"][row[1]] > 0
+                keys["PARTSUPP"][(row[0], row[1])] += sign
+            case "ORDERS":
+                if sign > 0:
+                    assert keys["CUSTOMER"][row[1]] > 0, "order before its customer"
+                else:
+                    assert lines_of_order[row[0]] == 0, "order deleted while it still has line items"
+                keys["ORDERS"][row[0]] += sign
+            case "LINEITEM":
+                if sign > 0:
+                    assert keys["ORDERS"][row[0]] > 0, "line item before (or after the deletion of) its order"
+                    assert keys["PARTSUPP"][(row[1], row[2])] > 0, "line item before its part-supplier"
+                lines_of_order[row[0]] += sign
+    final = {r: sum(c.values()) for r, c in held.items()}
+    # active sizes: reached, then held (at most one over between an insert and its eviction)
+    assert final["ORDERS"] == ACTIVE[0] and max_size["ORDERS"] <= ACTIVE[0] + 1
+    assert 0.9 * ACTIVE[1] <= final["LINEITEM"] <= ACTIVE[1] and max_size["LINEITEM"] <= ACTIVE[1] + 1
+    assert deletes["ORDERS"] > 0 and deletes["LINEITEM"] > 0
+    assert not any(deletes[r] for r in ("CUSTOMER", "PART", "SUPPLIER", "PARTSUPP"))
+    for r, c in tpch.counts.items():
+        if r in final:
+            assert c["final"] == final[r]
+
+
+def test_tpch_stream_is_deterministic_by_seed(tpch, data_dir):
+    again = generate_tpch_stream(os.path.join(data_dir, "tpch-again"), SCALE, seed=5, active_orders=ACTIVE[0],
+                                 active_lineitems=ACTIVE[1], tbl_dir=os.path.join(data_dir, "tbl"))
+    other = generate_tpch_stream(os.path.join(data_dir, "tpch-other"), SCALE, seed=6, active_orders=ACTIVE[0],
+                                 active_lineitems=ACTIVE[1], tbl_dir=os.path.join(data_dir, "tbl"))
+    for name in ("orders.csv", "lineitem.csv", "customer.csv", "partsupp.csv"):
+        assert filecmp.cmp(os.path.join(tpch.directory, name), os.path.join(again.directory, name), shallow=False)
+    assert not filecmp.cmp(os.path.join(tpch.directory, "lineitem.csv"),
+                           os.path.join(other.directory, "lineitem.csv"), shallow=False)
+
+
+def test_batches_preserve_the_stream(tpch_events):
+    es = tpch_events
+    rels = {"ORDERS", "LINEITEM"}
+    n = 3000
+    def net(batches):
+        c = Counter()
+        for b in batches:
+            for s, row in b.rows():
+                c[(b.relation, row)] += s
+        return +c
+    want = net(es.batches(1, rels, n))
+    assert sum(len(b) for b in es.batches(1, rels, n)) == n
+    for size in (7, 500):
+        bs = es.batches(size, rels, n)
+        assert sum(len(b) for b in bs) == n and net(bs) == want
+    assert net(es.prefix_batches(n, rels)) == want
+
+
+def test_finance_stream_deletes_only_live_orders(data_dir):
+    info = generate_finance_stream(os.path.join(data_dir, "fin"), events=3000, seed=2, brokers=4, book_size=80)
+    again = generate_finance_stream(os.path.join(data_dir, "fin2"), events=3000, seed=2, brokers=4, book_size=80)
+    assert filecmp.cmp(os.path.join(info.directory, "orderbook.csv"), os.path.join(again.directory, "orderbook.csv"),
+                       shallow=False)
+    live, prices = {}, []
+    with open(os.path.join(info.directory, "orderbook.csv")) as f:
+        for ln in f:
+            t, oid, a, vol, price = ln.strip().split(",")
+            oid, vol = int(oid), int(vol)
+            prices.append(float(price))
+            if a in "BS":
+                assert oid not in live
+                live[oid] = vol
+            elif a in "DF":
+                assert oid in live and (a == "D" or vol == live[oid])
+                del live[oid]
+            elif a == "E":
+                assert oid in live and 0 < vol < live[oid]
+                live[oid] -= vol
+    assert set(info.counts["ORDERBOOK"]) >= {"B", "S", "D", "E", "F"}
+    assert len(set(prices)) > 50                      # the price moves
+    es = load_event_stream(info.schema_sql())
+    assert set(es.stream_names) == {"BIDS", "ASKS"}
+    assert {row[2] for b in es.per_relation.values() for _, row in b.rows()} <= set(range(4))
+
+
+@needs_tpchgen
+def test_harness_end_to_end_is_checked_against_duckdb(tmp_path, data_dir):
+    cfg = BenchConfig(queries=["tpch_q6", "tpch_q12", "fin_bsv"], backends=["interp", "calc"], batch_sizes=[1, 250],
+                      scale=SCALE, seed=5, active_orders=ACTIVE[0], active_lineitems=ACTIVE[1], finance_events=2000,
+                      time_limit=2.0, max_events=1000, out=str(tmp_path), data_dir=data_dir, progress=False,
+                      duckdb_windows=2)
+    results, info = run_benchmark(cfg, log=lambda s: None)
+    assert set(info["datasets"]) == {"tpch", "finance"}
+    by = {(r.query, r.backend, r.batch_size): r for r in results}
+    for q in cfg.queries:
+        for bs in cfg.batch_sizes:
+            d = by[(q, "duckdb", bs)]
+            assert d.status == "OK" and d.rate > 0
+            for be in cfg.backends:
+                r = by[(q, be, bs)]
+                assert r.status == "OK", (q, be, bs, r.note)
+                assert r.mode == ("tuple" if bs == 1 else "batch") or be == "calc"
+                assert r.events > 0 and r.rate > 0 and r.ratio == pytest.approx(r.rate / d.rate)
+                assert r.compile_s is not None
+    from bench.report import full_report, markdown_table, write_csv
+    write_csv(results, str(tmp_path / "r.csv"))
+    md = markdown_table(results)
+    assert "duckdb (baseline)" in md and "tpch_q12" in md and "×" in md
+    assert "**WRONG**" not in md and "tpch_q6" in full_report(results, info)
+
+
+class _DroppingEngine:
+    """A wrong engine: a real engine that silently skips every 5th batch."""
+
+    def __init__(self, inner):
+        self.inner, self.n = inner, 0
+
+    def apply(self, batch):
+        self.n += 1
+        if self.n % 5:
+            self.inner.apply(batch)
+
+    def results(self):
+        return self.inner.results()
+
+    def close(self):
+        self.inner.close()
+
+
+@needs_tpchgen
+def test_harness_reports_a_wrong_engine_as_wrong(tpch, tpch_events):
+    from toaster.pipeline import compile_sql
+    query = harness.find_query("tpch_q14")
+    text = tpch.schema_sql() + query.text
+    rels, comp0 = harness.stream_relations(text)
+    stream_rels = rels & set(tpch_events.stream_names)
+    relations = list(comp0.m3.relations)
+    expected = harness.ExpectedResults(tpch_events, relations, stream_rels, tuple(comp0.oracle_sql))
+    batches = tpch_events.batches(40, stream_rels, 4000)
+    tables = [b for b in tpch_events.tables if b.relation in {r.name for r in relations}]
+    base = RunResult("tpch", "tpch_q14", "", "", "", 40, stream_events=4000)
+
+    def wrong_factory(text, mode, strategy):
+        comp = compile_sql(text, mode=mode)
+        return comp, _DroppingEngine(comp.engine("interp"))
+
+    ok = run_engine(text, "interp", "hoivm", "batch", batches, tables, expected, base, 30.0)
+    bad = run_engine(text, "interp", "hoivm", "batch", batches, tables, expected, base, 30.0,
+                     engine_factory=wrong_factory)
+    assert ok.status == "OK" and ok.rate > 0
+    assert bad.status == "WRONG" and bad.rate is None and "QUERY_1" in bad.note
+
+    from bench.report import markdown_table
+    assert "**WRONG**" in markdown_table([bad])
+
+
+def test_unknown_strategy_is_unsupported_not_a_crash(tmp_path, data_dir):
+    cfg = BenchConfig(queries=["fin_bsv"], backends=["interp"], strategies=["hoivm", "no-such-strategy"],
+                      batch_sizes=[100], finance_events=500, time_limit=2.0, out=str(tmp_path), data_dir=data_dir,
+                      progress=False, duckdb=False)
+    results, _ = run_benchmark(cfg, log=lambda s: None)
+    st = {r.strategy: r.status for r in results}
+    assert st["hoivm"] == "OK" and st["no-such-strategy"] in ("UNSUPPORTED", "ERROR")
