@@ -19,6 +19,8 @@ STAGES = ("sql", "calc", "m3", "k3", "imp", "llvm", "dist", "spark")
 class Options:
     """Compilation options every pass may consult."""
     mode: str = "tuple"            # 'tuple' (single-tuple triggers) | 'batch' (batch triggers)
+    strategy: str = "hoivm"        # 'hoivm' | 'ivm' | 'rep' | 'naive' (see calculus/hoivm.py)
+    depth: int | None = None       # highest delta order materialized (None: unbounded)
     source_file: str | None = None
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 

@@ -62,7 +62,7 @@ def _simplify_calc(ir, options: Options):
 @pass_("calc_to_m3", "calc", "m3", description="higher-order IVM compiler: deltas, materialization, triggers")
 def _calc_to_m3(ir, options: Options):
     from toaster.calculus.hoivm import compile_hoivm
-    return compile_hoivm(ir, options.mode)
+    return compile_hoivm(ir, options.mode, options.strategy, options.depth)
 
 
 FRONT = ["parse_sql", "resolve_sql", "sql_to_calc", "simplify_calc", "calc_to_m3"]
@@ -129,10 +129,11 @@ class Compilation:
 
     def __init__(self, text: str, *, mode: str = "tuple", source_file: str | None = None,
                  base_dir: str | None = None, skip=(), add=(), partitioning=None, master=None,
-                 on_pass=None):
+                 on_pass=None, strategy: str = "hoivm", depth: int | None = None):
         load_pass_modules()
         extra = {"base_dir": base_dir, "partitioning": partitioning or {}, "master": master}
-        self.options = Options(mode=mode, source_file=source_file, extra=extra)
+        self.options = Options(mode=mode, source_file=source_file, extra=extra, strategy=strategy,
+                               depth=depth)
         self.text = text
         self.skip = set(skip)
         for name in self.skip:
@@ -179,7 +180,8 @@ class Compilation:
                 m3 = self.stage("m3")
             else:
                 sub = Compilation(self.text, mode="batch", source_file=self.options.source_file,
-                                  base_dir=self.options.extra.get("base_dir"), skip=self.skip)
+                                  base_dir=self.options.extra.get("base_dir"), skip=self.skip,
+                                  strategy=self.options.strategy, depth=self.options.depth)
                 m3 = sub.stage("m3")
             self._batch_m3 = m3
             self.ir["m3:batch"] = m3
@@ -300,6 +302,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--backend", default="interp", choices=["interp", "calc", "imp", "llvm", "spark"])
     ap.add_argument("--mode", choices=["tuple", "batch"], default=None,
                     help="single-tuple triggers or batch triggers (default: tuple; batch for spark)")
+    ap.add_argument("--strategy", choices=["hoivm", "ivm", "rep", "naive"], default="hoivm",
+                    help="maintenance strategy: higher-order IVM (default), first-order IVM, "
+                         "re-evaluation, or the naive viewlet transform")
+    ap.add_argument("--depth", type=int, default=None, help="highest delta order given its own maps")
+    ap.add_argument("--explain", action="store_true",
+                    help="summarize maps, triggers and the compiler's decisions; DOT graph with --dot FILE")
+    ap.add_argument("--dot", metavar="FILE", help="write the view dependency graph as Graphviz DOT")
     ap.add_argument("--output", choices=["table", "csv", "json"], default="table")
     ap.add_argument("--dump-ir", metavar="STAGE[,STAGE...]|all", help="print the IR after these stages")
     ap.add_argument("--dump-dir", metavar="DIR", help="write one numbered file per pass into DIR")
@@ -354,7 +363,15 @@ def _main(args) -> int:
         raise ToasterError("no query file given")
     mode = args.mode or ("batch" if args.backend == "spark" else "tuple")
     comp = compile_file(args.query, mode=mode, base_dir=args.base_dir, skip=args.skip_pass,
-                        add=_parse_add(args.add_pass), master=args.master)
+                        add=_parse_add(args.add_pass), master=args.master, strategy=args.strategy,
+                        depth=args.depth)
+    if args.explain or args.dot:
+        from toaster.calculus.explain import explain, to_dot
+        if args.explain:
+            print(explain(comp.m3))
+        if args.dot:
+            with open(args.dot, "w") as f:
+                f.write(to_dot(comp.m3))
     if args.dump_ir or args.dump_dir:
         stages = ALL_STAGES if (args.dump_ir in (None, "all")) else [s.strip() for s in args.dump_ir.split(",")]
         for s in stages:

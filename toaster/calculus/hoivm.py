@@ -44,10 +44,31 @@ def events_for(decl, mode: str) -> list:
     return evs
 
 
+STRATEGIES = ("hoivm", "ivm", "rep", "naive")
+
+
 class HOIVMCompiler:
-    def __init__(self, relations, mode: str = "tuple"):
+    """Strategies (VLDBJ'14 §8 compares them):
+      hoivm  higher-order IVM: deltas materialized recursively, decomposed, shared (default)
+      ivm    classic first-order IVM: the query's deltas are evaluated over maps of the base
+             relations (same as --depth 1)
+      rep    re-evaluation: every query map is recomputed from base-relation maps on each update
+      naive  the viewlet transform without decomposition or sharing of views
+    `depth` is how many levels of views are materialized (1: the query only, its deltas read
+    base-relation maps, as in first-order IVM; 0: re-evaluation); deeper deltas read base maps.
+    """
+
+    def __init__(self, relations, mode: str = "tuple", strategy: str = "hoivm", depth: int | None = None):
         if mode not in ("tuple", "batch"):
             raise ValueError(f"unknown trigger mode {mode!r}")
+        if strategy not in STRATEGIES:
+            raise UnsupportedError(f"strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+        if depth is not None and depth < 0:
+            raise UnsupportedError(f"--depth {depth} (must be 0 or more)")
+        self.strategy = strategy
+        self.depth_limit = 1 if strategy == "ivm" and depth is None else depth
+        self.depth_of: dict[str, int] = {}
+        self.notes: list[str] = []
         self.relations = {r.name: r for r in relations}
         self.relation_order = [r.name for r in relations]
         self.mode = mode
@@ -62,6 +83,11 @@ class HOIVMCompiler:
     def _compile_map(self, m: MapDecl) -> None:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
         if has_nested_aggregate(body):
+            self.notes.append(f"{m.name}: nested aggregate -> re-evaluated from base-relation maps")
+            self._reevaluate(m, body)
+            return
+        if m.role == "query" and (self.strategy == "rep" or self.depth_limit == 0):
+            self.notes.append(f"{m.name}: strategy {self.strategy} -> re-evaluated from base-relation maps")
             self._reevaluate(m, body)
             return
         for rel in self.relation_order:
@@ -157,7 +183,7 @@ class HOIVMCompiler:
                 if isinstance(f, Lift) and f.var not in known and all_vars(f.expr) <= known:
                     known.add(f.var)
                     grew = True
-        comps = _components(rels, known)
+        comps = [rels] if self.strategy == "naive" and rels else _components(rels, known)
         comp_vars = [set().union(*(set(r.vars) for r in c)) - known for c in comps]
         assigned = [[] for _ in comps]
         outside = []
@@ -177,8 +203,13 @@ class HOIVMCompiler:
         for f in outside:
             needed |= all_vars(f)
         refs = []
+        deep = self.depth_limit is not None and self.depth_of.get(m.name, 0) + 1 >= self.depth_limit
         for comp, cv, extra in zip(comps, comp_vars, assigned):
-            refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
+            if deep:
+                # beyond the materialization depth: join maps of the base relations instead
+                refs.append(self._over_base_maps(mk_prod(comp + extra)))
+            else:
+                refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
         early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known]
         rest = [f for f in outside if f not in early_lifts]
         return deltas + early_lifts + refs + rest
@@ -210,12 +241,14 @@ class HOIVMCompiler:
         """The map holding `definition` (an existing one if equal up to renaming and key
         order) and, for each of its key positions, the index of the matching entry of keys."""
         body_text, key_names = canonical_body(definition, keys)
-        hit = self.by_body.get((body_text, frozenset(key_names)))
+        canon = canonical(definition, keys)
+        share = self.strategy != "naive" or parent is _BASE_PARENT
+        hit = self.by_body.get((body_text, frozenset(key_names))) if share else None
         if hit is not None:
             name, their_keys = hit
+            self.notes.append(f"{parent.name}: reuses {name} (duplicate view up to renaming)")
             return name, tuple(key_names.index(k) for k in their_keys)
-        canon = canonical(definition, keys)
-        if canon in self.by_canon:
+        if share and canon in self.by_canon:
             return self.by_canon[canon], tuple(range(len(keys)))
         rels = "".join(r.name for r in _atoms(definition))
         if parent is _BASE_PARENT:
@@ -227,6 +260,9 @@ class HOIVMCompiler:
         decl = MapDecl(name, tuple(keys), expr_type(definition), definition, "aux")
         self.maps[name] = decl
         self.root[name] = name if parent is _BASE_PARENT else root
+        self.depth_of[name] = 0 if parent is _BASE_PARENT else self.depth_of.get(parent.name, 0) + 1
+        if parent is not _BASE_PARENT:
+            self.notes.append(f"{parent.name}: materializes {name}[{', '.join(k.name for k in keys)}]")
         self.by_canon[canon] = name
         self.by_body[(body_text, frozenset(key_names))] = (name, key_names)
         self.pending.append(decl)
@@ -385,9 +421,10 @@ def _maps_read(e) -> set:
     return set()
 
 
-def compile_hoivm(calc_program, mode: str = "tuple") -> M3Program:
+def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
+                  depth: int | None = None) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
-    c = HOIVMCompiler(calc_program.relations, mode)
+    c = HOIVMCompiler(calc_program.relations, mode, strategy, depth)
     queue = deque()
     for m in calc_program.maps:
         keys = tuple(m.keys)
@@ -410,4 +447,4 @@ def compile_hoivm(calc_program, mode: str = "tuple") -> M3Program:
             if stmts:
                 triggers.append(Trigger(ev, tuple(order_statements(stmts))))
     return M3Program(tuple(c.relations[r] for r in c.relation_order), tuple(c.maps.values()),
-                     tuple(triggers), tuple(calc_program.queries), mode)
+                     tuple(triggers), tuple(calc_program.queries), mode, notes=tuple(c.notes))

@@ -13,7 +13,7 @@ written (all reads see the state before the event).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from toaster.types import Type
 
@@ -59,6 +59,8 @@ class M3Program:
     triggers: tuple      # tuple[Trigger, ...]
     queries: tuple       # tuple[QueryResult, ...]
     mode: str = "tuple"  # 'tuple' (insert/delete triggers) | 'batch' (batch triggers)
+    # the compiler's decisions, for `--explain` (not part of the program's meaning)
+    notes: tuple = field(default=(), compare=False)
 
     def map(self, name: str) -> MapDecl:
         for m in self.maps:

@@ -1,81 +1,245 @@
-"""Print SQL ASTs: toaster's dialect (the `sql` stage dump) and DuckDB's (the test oracle)."""
+"""Print SQL ASTs: toaster's dialect (the `sql` stage dump) and DuckDB's (the test oracle).
+
+oracle_sql(q) gives a DuckDB query returning exactly toaster's result for a statement: its key
+columns then its value columns, with toaster's semantics spelled out in standard SQL:
+  * SUM / AVG / numeric MIN / MAX over no rows, and numeric scalar subqueries over no rows, are 0
+    (COALESCE); COUNT(e) is COUNT(*) (there are no NULLs); AVG and '/' are float;
+  * a non-aggregate statement or a set operation reports each distinct row once with its
+    multiplicity (an outer GROUP BY over the query with COUNT(*)); DISTINCT gives multiplicity 1;
+  * built-ins are translated (listmax -> greatest, 0-based substring -> 1-based, regexp_match
+    -> an unanchored regexp_matches as 0/1, cast_int of a float truncates, ...);
+  * literals are typed explicitly (ints BIGINT, floats DOUBLE, dates DATE 'YYYY-MM-DD');
+  * ORDER BY (by result column position) and LIMIT are kept.
+Names are double-quoted; FROM aliases are unique program-wide, so correlation never shadows.
+"""
 from __future__ import annotations
 
+from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
-from toaster.frontend.resolve import ResolvedQuery
-from toaster.types import DATE, STRING, int_to_date
+from toaster.frontend.resolve import ResolvedQuery, output_columns, same_expr, contains_agg
+from toaster.types import DATE, STRING, FLOAT, INT, int_to_date
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
-def print_expr(e, dialect: str = "toaster", prec: int = 0) -> str:
-    match e:
-        case A.Literal(v, t):
-            if t == DATE:
-                return f"DATE('{int_to_date(v)}')" if dialect == "toaster" else f"DATE '{int_to_date(v)}'"
-            if t == STRING:
-                return "'" + str(v) + "'"
-            if isinstance(v, float):
-                return repr(v)
-            return str(v)
-        case A.ColumnRef(q, n, _, src):
-            qual = src or q
-            return f"{qual}.{n}" if qual else n
-        case A.BinaryOp(op, l, r):
-            p = _PREC[op]
-            left = print_expr(l, dialect, p)
-            right = print_expr(r, dialect, p + 1)
-            if dialect == "duckdb" and op == "/":
-                # DuckDB's '/' on integers is already float division; cast keeps it explicit.
-                left = f"CAST({left} AS DOUBLE)"
-            s = f"{left} {op} {right}"
-            return f"({s})" if p < prec else s
-        case A.Negate(a):
-            return f"-{print_expr(a, dialect, 3)}"
-        case A.AggCall(func, args):
-            if not args:
-                return f"{func}(*)"
-            inner = ", ".join(print_expr(a, dialect) for a in args)
-            if dialect == "duckdb" and func == "SUM":
-                # SQL's SUM over no rows is NULL; the dialect's is 0.
-                return f"COALESCE(SUM({inner}), 0)"
-            return f"{func}({inner})"
-    raise TypeError(f"cannot print {e!r}")
+class _Printer:
+    def __init__(self, dialect: str):
+        assert dialect in ("toaster", "duckdb")
+        self.duck = dialect == "duckdb"
+
+    def name(self, n: str) -> str:
+        return '"' + n.replace('"', '""') + '"' if self.duck else n
+
+    # ----------------------------------------------------------- expressions
+    def expr(self, e, prec: int = 0) -> str:
+        duck = self.duck
+        match e:
+            case A.Literal(v, t):
+                if t == DATE:
+                    return f"DATE '{int_to_date(v)}'" if duck else f"DATE('{int_to_date(v)}')"
+                if t == STRING:
+                    return "'" + str(v).replace("'", "''") + "'"
+                if isinstance(v, bool):
+                    return "TRUE" if v else "FALSE"
+                if isinstance(v, float):
+                    return f"CAST({v!r} AS DOUBLE)" if duck else repr(v)
+                return f"CAST({v} AS BIGINT)" if duck else str(v)
+            case A.ColumnRef(q, n, _, src):
+                qual = src or q
+                return f"{self.name(qual)}.{self.name(n)}" if qual else self.name(n)
+            case A.BinaryOp(op, l, r):
+                p = _PREC[op]
+                left, right = self.expr(l, p), self.expr(r, p + 1)
+                if duck and op == "/":
+                    left, right = f"CAST({left} AS DOUBLE)", f"CAST({right} AS DOUBLE)"
+                s = f"{left} {op} {right}"
+                return f"({s})" if p < prec else s
+            case A.Negate(a):
+                return f"(- {self.expr(a, 3)})"
+            case A.AggCall(func, args, distinct):
+                return self.agg(e)
+            case A.FuncCall(name, args):
+                return self.func(e)
+            case A.Case(whens, else_):
+                parts = [f"WHEN {self.cond(c)} THEN {self.expr(v)}" for c, v in whens]
+                if else_ is not None:
+                    parts.append(f"ELSE {self.expr(else_)}")
+                elif duck:
+                    parts.append("ELSE 0")
+                return f"CASE {' '.join(parts)} END"
+            case A.ScalarSubquery(query):
+                s = f"({self.query(query)})"
+                if duck and e.type is not None and e.type.is_numeric:
+                    return f"COALESCE({s}, 0)"
+                return s
+        raise TypeError(f"cannot print {e!r}")
+
+    def agg(self, e: A.AggCall) -> str:
+        func, args, distinct = e.func, e.args, e.distinct
+        if not args:
+            return "COUNT(*)"
+        inner = ", ".join(self.expr(a) for a in args)
+        if not self.duck:
+            return f"{func}({'DISTINCT ' if distinct else ''}{inner})"
+        if func == "COUNT":
+            if not distinct:
+                return "COUNT(*)"
+            return f"COUNT(DISTINCT {inner if len(args) == 1 else '(' + inner + ')'})"
+        if func == "AVG":
+            inner = f"CAST({inner} AS DOUBLE)"
+        s = f"{func}({'DISTINCT ' if distinct else ''}{inner})"
+        return f"COALESCE({s}, 0)" if e.type is not None and e.type.is_numeric else s
+
+    def func(self, e: A.FuncCall) -> str:
+        name, args = e.name, e.args
+        a = [self.expr(x) for x in args]
+        if not self.duck:
+            return f"{name}({', '.join(a)})"
+        t0 = args[0].type if args else None
+        match name:
+            case "listmin" | "listmax":
+                return f"{'least' if name == 'listmin' else 'greatest'}({', '.join(a)})"
+            case "date_part":
+                return f"CAST(date_part({a[0]}, {a[1]}) AS BIGINT)"
+            case "regexp_match":
+                return f"CASE WHEN regexp_matches({a[1]}, {a[0]}) THEN 1 ELSE 0 END"
+            case "substring":
+                return f"substring({a[0]}, ({a[1]}) + 1, {a[2]})"
+            case "cast_int":
+                if t0 == FLOAT:
+                    return f"CAST(trunc({a[0]}) AS BIGINT)"
+                if t0 == STRING:
+                    return (f"COALESCE(TRY_CAST(regexp_extract({a[0]}, '^\\s*([-+]?[0-9]+)', 1) AS BIGINT), 0)")
+                if t0 == DATE:
+                    return _date_as_int(a[0])
+                return f"CAST({a[0]} AS BIGINT)"
+            case "cast_float":
+                return f"CAST({_date_as_int(a[0]) if t0 == DATE else a[0]} AS DOUBLE)"
+            case "cast_string":
+                return f"CAST({a[0]} AS VARCHAR)"
+            case "cast_date":
+                return f"CAST({a[0]} AS DATE)"
+            case "vec_length":
+                return f"sqrt({_sq(a[0])} + {_sq(a[1])} + {_sq(a[2])})"
+            case "vector_angle":
+                dot = f"(({a[0]}) * ({a[3]}) + ({a[1]}) * ({a[4]}) + ({a[2]}) * ({a[5]}))"
+                norms = f"(sqrt({_sq(a[0])} + {_sq(a[1])} + {_sq(a[2])}) * sqrt({_sq(a[3])} + {_sq(a[4])} + {_sq(a[5])}))"
+                return f"acos(greatest(-1.0, least(1.0, CAST({dot} AS DOUBLE) / {norms})))"
+            case "dihedral_angle":
+                return _dihedral(a)
+            case "radians" | "degrees":
+                return f"{name}(CAST({a[0]} AS DOUBLE))"
+            case "pow":
+                return f"pow(CAST({a[0]} AS DOUBLE), CAST({a[1]} AS DOUBLE))"
+            case "hash":
+                raise UnsupportedError("hash() in the DuckDB oracle (its value depends on the runtime)",
+                                       line=e.pos.line or None, column=e.pos.column or None)
+        return f"{name}({', '.join(a)})"   # declared external functions: DuckDB's of that name
+
+    # ------------------------------------------------------------ conditions
+    def cond(self, c) -> str:
+        match c:
+            case A.Comparison(op, l, r):
+                op = "<>" if (op == "!=" and self.duck) else op
+                return f"{self.expr(l)} {op} {self.expr(r)}"
+            case A.And(args):
+                return " AND ".join(f"({self.cond(a)})" for a in args)
+            case A.Or(args):
+                return " OR ".join(f"({self.cond(a)})" for a in args)
+            case A.NotCond(a):
+                return f"NOT ({self.cond(a)})"
+            case A.BoolConst(v):
+                return "TRUE" if v else "FALSE"
+            case A.InQuery(e, q, neg):
+                return f"{self.expr(e)} {'NOT ' if neg else ''}IN ({self.query(q)})"
+            case A.Exists(q, neg):
+                return f"{'NOT ' if neg else ''}EXISTS ({self.query(q)})"
+            case A.Quantified(op, e, quant, q):
+                op = "<>" if (op == "!=" and self.duck) else op
+                return f"{self.expr(e)} {op} {'ANY' if (quant == 'SOME' and self.duck) else quant} ({self.query(q)})"
+            case A.Like(e, pattern, neg):
+                return f"{self.expr(e)} {'NOT ' if neg else ''}LIKE '{pattern.replace(chr(39), chr(39) * 2)}'"
+        raise TypeError(f"cannot print {c!r}")
+
+    # --------------------------------------------------------------- queries
+    def from_item(self, it) -> str:
+        match it:
+            case A.RelItem(rel, alias):
+                return self.name(rel) if alias == rel else f"{self.name(rel)} AS {self.name(alias)}"
+            case A.SubqueryItem(q, alias):
+                return f"({self.query(q)}) AS {self.name(alias)}"
+        raise TypeError(f"cannot print {it!r}")
+
+    def query(self, q, with_order: bool = True) -> str:
+        if isinstance(q, A.SetOp):
+            return f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
+        return self.select(q, with_order)
+
+    def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None) -> str:
+        if targets is None:
+            targets = [f"{self.expr(t.expr)} AS {self.name(t.alias)}" if t.alias else self.expr(t.expr)
+                       for t in sel.targets]
+        out = f"SELECT {'DISTINCT ' if sel.distinct else ''}{', '.join(targets)}"
+        if sel.from_items:
+            out += f" FROM {', '.join(self.from_item(it) for it in sel.from_items)}"
+        if sel.where is not None:
+            out += f" WHERE {self.cond(sel.where)}"
+        if sel.group_by:
+            out += f" GROUP BY {', '.join(self.expr(g) for g in sel.group_by)}"
+        if sel.having is not None:
+            out += f" HAVING {self.cond(sel.having)}"
+        if with_order and sel.order_by:
+            out += " ORDER BY " + ", ".join(self.expr(o.expr) + (" DESC" if o.descending else "")
+                                            for o in sel.order_by)
+        if with_order and sel.limit is not None:
+            out += f" LIMIT {sel.limit}"
+        return out
+
+
+def _sq(x: str) -> str:
+    return f"({x}) * ({x})"
+
+
+def _date_as_int(x: str) -> str:
+    return f"(year({x}) * 10000 + month({x}) * 100 + day({x}))"
+
+
+def _dihedral(a: list) -> str:
+    """atan2(|b2| * b1.(b2 x b3), (b1 x b2).(b2 x b3)), see toaster.frontend.functions."""
+    p = [[f"CAST({a[3 * i + k]} AS DOUBLE)" for k in range(3)] for i in range(4)]
+    b = [[f"({p[i + 1][k]} - {p[i][k]})" for k in range(3)] for i in range(3)]
+
+    def cross(u, v):
+        return [f"({u[1]} * {v[2]} - {u[2]} * {v[1]})", f"({u[2]} * {v[0]} - {u[0]} * {v[2]})",
+                f"({u[0]} * {v[1]} - {u[1]} * {v[0]})"]
+
+    def dot(u, v):
+        return f"({u[0]} * {v[0]} + {u[1]} * {v[1]} + {u[2]} * {v[2]})"
+    n1, n2 = cross(b[0], b[1]), cross(b[1], b[2])
+    return f"atan2(sqrt({dot(b[1], b[1])}) * {dot(b[0], n2)}, {dot(n1, n2)})"
+
+
+# ------------------------------------------------------------------ public API
+
+def print_expr(e, dialect: str = "toaster") -> str:
+    return _Printer(dialect).expr(e)
 
 
 def print_cond(c, dialect: str = "toaster") -> str:
-    match c:
-        case A.Comparison(op, l, r):
-            op = "<>" if (op == "!=" and dialect == "duckdb") else op
-            return f"{print_expr(l, dialect)} {op} {print_expr(r, dialect)}"
-        case A.And(args):
-            return " AND ".join(print_cond(a, dialect) for a in args)
-        case A.BoolConst(v):
-            return "TRUE" if v else "FALSE"
-    raise TypeError(f"cannot print {c!r}")
+    return _Printer(dialect).cond(c)
 
 
-def _from(sel: A.Select) -> str:
-    return ", ".join(it.relation if it.alias == it.relation else f"{it.relation} {it.alias}"
-                     for it in sel.from_items)
+def print_query(q, dialect: str = "toaster") -> str:
+    """A resolved (or unresolved) Select / SetOp in standard SQL bag semantics."""
+    return _Printer(dialect).query(q)
 
 
-def print_select(sel: A.Select, dialect: str = "toaster") -> str:
-    targets = []
-    for t in sel.targets:
-        s = print_expr(t.expr, dialect)
-        targets.append(f"{s} AS {t.alias}" if t.alias else s)
-    out = f"SELECT {', '.join(targets)}\nFROM {_from(sel)}"
-    if sel.where is not None:
-        out += f"\nWHERE {print_cond(sel.where, dialect)}"
-    if sel.group_by:
-        out += f"\nGROUP BY {', '.join(print_expr(g, dialect) for g in sel.group_by)}"
-    return out
+def print_select(sel, dialect: str = "toaster") -> str:
+    return print_query(sel, dialect)
 
 
 def print_sql_program(relations, queries) -> str:
     """The `sql` stage dump: declarations and resolved queries with their result shapes."""
-    from toaster.types import Type
     lines = []
     for r in relations:
         cols = ", ".join(f"{c.name} {c.type}" for c in r.columns)
@@ -84,23 +248,45 @@ def print_sql_program(relations, queries) -> str:
             params = ", ".join(f"{k} := '{v}'" for k, v in r.source.params)
             src = f" FROM FILE '{r.source.path}' LINE DELIMITED {r.source.adaptor.upper()}({params})"
         lines.append(f"CREATE {r.kind.upper()} {r.name}({cols}){src};")
+    for f in (queries[0].functions if queries else ()):
+        params = ", ".join(f"x{i} {t}" for i, t in enumerate(f.arg_types, start=1))
+        lines.append(f"CREATE FUNCTION {f.name}({params}) RETURNS {f.return_type} AS EXTERNAL '{f.external}';")
     for q in queries:
         keys = ", ".join(f"{n}:{c.type}" for n, c in q.key_columns)
         vals = ", ".join(n for n, _ in q.value_columns)
         lines.append(f"-- {q.name}: keys [{keys}] values [{vals}]")
-        lines.append(print_select(q.select) + ";")
+        lines.append(print_query(q.select) + ";")
     return "\n".join(lines) + "\n"
 
 
 def oracle_sql(q: ResolvedQuery) -> str:
     """A DuckDB query returning exactly toaster's result columns: keys, then values."""
+    p = _Printer("duckdb")
     sel = q.select
-    cols = [print_expr(c, "duckdb") for _, c in q.key_columns]
-    for _, agg in q.value_columns:
-        cols.append("COUNT(*)" if agg is None else print_expr(agg, "duckdb"))
-    out = f"SELECT {', '.join(cols)} FROM {_from(sel)}"
-    if sel.where is not None:
-        out += f" WHERE {print_cond(sel.where, 'duckdb')}"
-    if q.key_columns:
-        out += " GROUP BY " + ", ".join(print_expr(c, "duckdb") for _, c in q.key_columns)
+    result_exprs = [e for _, e in q.key_columns] + [e for _, e in q.value_columns]
+    if isinstance(sel, A.Select) and q.is_aggregate:
+        cols = [f"{p.expr(e)} AS {p.name(n)}" for n, e in q.key_columns + q.value_columns]
+        out = p.select(sel, with_order=False, targets=cols)
+        order = [(_position(o.expr, result_exprs), o.descending) for o in sel.order_by]
+    else:
+        # each distinct row once, with its multiplicity
+        names = [p.name(n) for n, _ in q.key_columns]
+        inner = p.query(sel, with_order=False)
+        count = p.name(q.value_columns[0][0])
+        out = (f"SELECT {', '.join(names)}, COUNT(*) AS {count} FROM ({inner}) AS \"__T\" "
+               f"GROUP BY {', '.join(names)}")
+        order = []
+        if isinstance(sel, A.Select):
+            order = [(_position(o.expr, [t.expr for t in sel.targets]), o.descending) for o in sel.order_by]
+    if order:
+        out += " ORDER BY " + ", ".join(f"{i}{' DESC' if d else ''}" for i, d in order)
+    if isinstance(sel, A.Select) and sel.limit is not None:
+        out += f" LIMIT {sel.limit}"
     return out
+
+
+def _position(e, exprs: list) -> int:
+    for i, x in enumerate(exprs, start=1):
+        if x is not None and same_expr(e, x):
+            return i
+    raise ValueError(f"ORDER BY expression is not a result column: {print_expr(e)}")

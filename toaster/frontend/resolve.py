@@ -508,6 +508,10 @@ def _natural_equalities(left: list, right: list, merged: dict, pos) -> list:
     return out
 
 
+def _written(ref: A.ColumnRef) -> str:
+    return f"{ref.qualifier}.{ref.name}" if ref.qualifier else ref.name
+
+
 def _is_aggregate(sel: A.Select) -> bool:
     return bool(sel.group_by) or sel.having is not None or any(contains_agg(t.expr) for t in sel.targets)
 
@@ -521,12 +525,12 @@ def _check_grouped(e, group_by: tuple, local: set) -> None:
         case A.AggCall():
             return
         case A.ColumnRef(source=src) if src in local:
-            raise _err(f"column {e.source}.{e.name} must appear in GROUP BY or inside an aggregate", e)
+            raise _err(f"column {_written(e)} must appear in GROUP BY or inside an aggregate", e)
         case A.Select() | A.SetOp():
             for n in iter_nodes(e):
                 if isinstance(n, A.ColumnRef) and n.source in local \
                         and not any(same_expr(n, g) for g in group_by):
-                    raise _err(f"column {n.source}.{n.name} must appear in GROUP BY or inside an aggregate", n)
+                    raise _err(f"column {_written(n)} must appear in GROUP BY or inside an aggregate", n)
             return
     for k in _kids(e):
         _check_grouped(k, group_by, local)

@@ -1,4 +1,4 @@
--- error: cannot compare date with int @ 4:30
+-- error: cannot compare date with int @ 4:34
 CREATE STREAM O(ID int, D date);
 
 SELECT COUNT(*) FROM O WHERE O.D = 3;

@@ -1,4 +1,4 @@
--- error: cannot compare string with int @ 5:7
+-- error: cannot compare string with int @ 5:14
 CREATE STREAM P(NAME string, QTY int);
 
 SELECT COUNT(*) FROM P

@@ -1,4 +1,4 @@
--- error: unknown column X @ 6:50
+-- error: unknown column X @ 6:49
 CREATE STREAM R(A int, B int);
 CREATE STREAM S(B int, C int);
 

@@ -1,4 +1,4 @@
--- error: unknown relation or alias R @ 5:62
+-- error: unknown relation or alias R @ 5:56
 CREATE STREAM R(A int, B int);
 CREATE STREAM S(B int, C int);
 

@@ -1,4 +1,4 @@
--- error: duplicate relation name R @ 4:35
+-- error: duplicate relation name R @ 4:37
 CREATE STREAM R(A int, B int);
 
 SELECT COUNT(*) FROM R NATURAL JOIN R;
