@@ -105,9 +105,14 @@ class HOIVMCompiler:
 
     def _reevaluate(self, m: MapDecl, body) -> None:
         """Nested aggregates: the delta of (x := Q) is not simpler than the query (VLDBJ'14
-        §5.1), so this map is re-evaluated after every update, from maps of the base
-        relations (the `rep` decision of the papers; issue-4 heuristics refine it)."""
-        rhs = AggSum(tuple(m.keys), self._over_base_maps(body))
+        §5.1), so this map is re-evaluated after every update, over materialized maps
+        (materialize.py; the PSP plan of §6.2). The `rep` strategy re-evaluates from maps of
+        the base relations instead."""
+        if self.strategy == "rep" or self.depth_limit == 0:
+            rhs = AggSum(tuple(m.keys), self._over_base_maps(body))
+        else:
+            from toaster.calculus.materialize import reevaluation_rhs
+            rhs = reevaluation_rhs(self, m, body, m.keys)
         for rel in self.relation_order:
             if rel not in relations(body):
                 continue

@@ -1,0 +1,121 @@
+"""Materialization decisions for re-evaluated maps (Generalized HO-IVM, VLDBJ'14 Alg. 2, Fig. 2).
+
+A map whose delta is not simpler than itself (nested aggregates) is recomputed after each
+update, but not from the base relations: the expression is expanded into monomials; nested
+aggregates are decorrelated and materialized on their own (their correlation variables become
+map keys); the remaining relation atoms are decomposed into connected components, each
+materialized with the keys the rest of the expression needs. Every new map has no nested
+aggregate left, so it is maintained incrementally. This is the PSP plan of VLDBJ'14 §6.2:
+the re-evaluation only scans small aggregated maps.
+"""
+from __future__ import annotations
+
+from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, expr_type,
+                                 mk_prod, mk_sum, relations, Const)
+from toaster.calculus.simplify import simplify_monomials, subst
+from toaster.types import FLOAT, INT
+
+
+def reevaluation_rhs(compiler, m, body, keys) -> object:
+    """The right-hand side of `m[keys] := ...` over materialized maps."""
+    terms = []
+    for mono in simplify_monomials(body, set(keys)):
+        factors = _materialize(compiler, m, list(mono.factors), set(keys), frozenset())
+        coef = [] if mono.coef == 1 else [Value(Const(mono.coef, FLOAT if isinstance(mono.coef, float) else INT))]
+        terms.append(mk_prod(coef + factors))
+    return AggSum(tuple(keys), mk_sum(terms))
+
+
+def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> list:
+    """Factors of one monomial with relation atoms and nested aggregates replaced by maps.
+    `needed_out` are variables the enclosing expression reads; `bound` those it binds first."""
+    rels = [f for f in factors if isinstance(f, Rel)]
+    others = []
+    for f in factors:
+        if isinstance(f, Rel):
+            continue
+        if isinstance(f, (Lift, Extremum, AggSum)) and relations(f):
+            f = _nested(compiler, m, f, bound | _atom_vars(rels))
+        others.append(f)
+    comps = _components(rels, bound)
+    comp_vars = [set().union(*(set(r.vars) for r in c)) - bound for c in comps]
+    assigned = [[] for _ in comps]
+    outside = []
+    for f in others:
+        fv = all_vars(f) - bound
+        homes = [i for i, cv in enumerate(comp_vars) if fv and fv <= cv and not (all_vars(f) & bound)]
+        if len(homes) == 1 and not isinstance(f, Lift):
+            assigned[homes[0]].append(f)
+        else:
+            outside.append(f)
+    need = set(needed_out)
+    for f in outside:
+        need |= all_vars(f)
+    refs = []
+    for comp, cv, extra in zip(comps, comp_vars, assigned):
+        atom_vars = _atom_vars(comp)
+        in_vars = [v for v in _ordered(comp) if v in bound]
+        out_vars = [v for v in _ordered(comp + extra) if v in cv and v in need and v in atom_vars]
+        map_keys = tuple(in_vars + [v for v in out_vars if v not in in_vars])
+        definition = AggSum(map_keys, mk_prod(comp + extra))
+        name, order = compiler._register(definition, map_keys, m)
+        refs.append(MapRef(name, tuple(map_keys[i] for i in order), compiler.maps[name].type))
+    lifts = [f for f in outside if isinstance(f, Lift)]
+    rest = [f for f in outside if not isinstance(f, Lift)]
+    return refs + lifts + rest
+
+
+def _nested(compiler, m, f, outer: frozenset):
+    """A nested aggregate with its relations replaced by maps; variables bound outside it
+    (correlation) stay free in it and become keys of the maps that use them."""
+    match f:
+        case Lift(x, q):
+            return Lift(x, _nested_expr(compiler, m, q, outer))
+        case Extremum(kind, gs, t, q):
+            inner = _nested_expr(compiler, m, AggSum(gs, q), outer, extra_needed=all_vars(Value(t)))
+            return Extremum(kind, gs, t, inner.expr if isinstance(inner, AggSum) else inner)
+        case AggSum():
+            return _nested_expr(compiler, m, f, outer)
+    return f
+
+
+def _nested_expr(compiler, m, q, outer: frozenset, extra_needed=frozenset()):
+    gs = q.group if isinstance(q, AggSum) else ()
+    body = q.expr if isinstance(q, AggSum) else q
+    used = all_vars(body)
+    bound = frozenset(v for v in outer if v in used and v not in gs)
+    terms = []
+    for mono in simplify_monomials(body, set(gs) | set(bound) | set(extra_needed)):
+        fs = _materialize(compiler, m, list(mono.factors), set(gs) | set(extra_needed), bound)
+        coef = [] if mono.coef == 1 else [Value(Const(mono.coef, FLOAT if isinstance(mono.coef, float) else INT))]
+        terms.append(mk_prod(coef + fs))
+    return AggSum(tuple(gs), mk_sum(terms)) if isinstance(q, AggSum) else mk_sum(terms)
+
+
+def _atom_vars(rels) -> set:
+    out = set()
+    for r in rels:
+        out |= set(r.vars)
+    return out
+
+
+def _ordered(factors) -> list:
+    out = []
+    for f in factors:
+        vs = list(f.vars) if isinstance(f, (Rel, MapRef)) else sorted(all_vars(f), key=lambda v: v.name)
+        for v in vs:
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _components(rels, bound) -> list:
+    import networkx as nx
+    g = nx.Graph()
+    for i, r in enumerate(rels):
+        g.add_node(i)
+        for j in range(i):
+            if (set(r.vars) & set(rels[j].vars)) - bound:
+                g.add_edge(i, j)
+    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    return [[rels[i] for i in c] for c in comps]
