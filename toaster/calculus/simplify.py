@@ -134,12 +134,8 @@ def expand(e) -> list:
                 fm = expand(f)
                 out = [a + b for a in out for b in fm]
             return out
-        case AggSum(gs, q):
-            return [[AggSum(gs, simplify_expr(q, bound=frozenset()))]]
-        case Lift(v, q):
-            return [[Lift(v, simplify_expr(q, bound=frozenset()))]]
-        case Extremum(kind, gs, t, q):
-            return [[Extremum(kind, gs, t, simplify_expr(q, bound=frozenset()))]]
+        # nested aggregates stay whole here; normalize() simplifies them once it knows which
+        # of their variables the enclosing monomial binds (correlation)
     return [[e]]
 
 
@@ -204,8 +200,53 @@ def normalize(factors, keep: frozenset | set) -> Monomial | None:
                     fs = fs[:i] + fs[i + 1:]
                     changed = True
                     break
-    fs.sort(key=_sort_key)
-    return Monomial(coef, tuple(fs))
+    fs = [_simplify_nested(f, set(keep) | _vars_outside(f, fs)) for f in fs]
+    return Monomial(coef, tuple(_order(fs)))
+
+
+def _vars_outside(f, fs) -> set:
+    out = set()
+    for g in fs:
+        if g is not f:
+            out |= all_vars(g)
+    return out
+
+
+def _simplify_nested(f, visible: set):
+    """Simplify inside a nested factor; `visible` variables are bound or read around it."""
+    match f:
+        case AggSum(gs, q):
+            return AggSum(gs, _simplified(q, set(gs) | visible))
+        case Lift(v, q) if not isinstance(q, Value):
+            return Lift(v, _simplified(q, visible))
+        case Extremum(kind, gs, t, q):
+            return Extremum(kind, gs, t, _simplified(q, set(gs) | term_vars(t) | visible))
+    return f
+
+
+def _simplified(q, keep: set):
+    if isinstance(q, AggSum):
+        return AggSum(q.group, _simplified(q.expr, set(q.group) | keep))
+    return mk_sum([m.to_expr() for m in simplify_monomials(q, keep)])
+
+
+def _order(fs: list) -> list:
+    """Canonical factor order (atoms, maps, lifts, conditions, values; then by text) that keeps
+    a factor after the factors that bind a variable it reads without binding it: under
+    sideways binding passing, moving it before them would change what it means (a nested
+    aggregate would sum over that variable instead of reading it)."""
+    from toaster.calculus.ir import schema
+    import networkx as nx
+    outs = [schema(f)[1] for f in fs]
+    allv = [all_vars(f) for f in fs]
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(fs)))
+    for i in range(len(fs)):
+        for j in range(i + 1, len(fs)):
+            if outs[i] & (allv[j] - outs[j]):
+                g.add_edge(i, j)
+    keys = {i: _sort_key(f) for i, f in enumerate(fs)}
+    return [fs[i] for i in nx.lexicographical_topological_sort(g, key=lambda i: keys[i])]
 
 
 def _unifier(f, fs, keep) -> dict | None:
