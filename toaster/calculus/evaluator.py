@@ -115,6 +115,14 @@ def _ev(e, db: Database, env: dict):
         case Cmp(op, a, b):
             if _CMP[op](eval_term(a, env), eval_term(b, env)):
                 yield {}, 1
+        case Lift(x, Value(t)):
+            # a lifted scalar term (any type, strings included): no aggregation involved
+            val = eval_term(t, env)
+            if x in env:
+                if env[x] == val:
+                    yield {}, 1
+            else:
+                yield {x: val}, 1
         case Lift(x, q):
             _, outs = schema(q, set(env))
             groups = _group(q, db, env, tuple(sorted(outs, key=lambda v: v.name)))

@@ -90,10 +90,8 @@ class Translator:
                     terms.append(Const("date", STRING))
                 return pre, Func(fname, tuple(terms), t)
             case A.Case(whens, else_, _, t):
-                if not t.is_numeric:
-                    raise _unsupported(f"CASE with {t} results", e)
                 z = self.fresh("case", t)
-                return [Lift(z, self.case_expr(whens, else_, aggs))], z
+                return [self.case_branches(z, whens, else_, aggs, e)], z
             case A.ScalarSubquery(q, _, t):
                 calc = self.scalar(q)
                 z = self.fresh("sub", t if t is not None else expr_type(calc))
@@ -110,15 +108,23 @@ class Translator:
         pre, t = self.term(e, aggs)
         return mk_prod(pre + [Value(t)])
 
-    def case_expr(self, whens, else_, aggs):
-        terms, none_before = [], []
+    def case_branches(self, z: Var, whens, else_, aggs, node):
+        """CASE as a sum of branches, each binding z under its condition (and the failure of
+        the earlier ones): no aggregation, so values of any type and incremental deltas."""
+        branches, none_before = [], []
         for cond, val in whens:
             c = self.cond(cond, aggs)
-            terms.append(mk_prod(none_before + [c, self.value(val, aggs)]))
+            pre, t = self.term(val, aggs)
+            branches.append(mk_prod(none_before + [c] + pre + [Lift(z, Value(t))]))
             none_before = none_before + [mk_sum([ONE, neg(c)])]
         if else_ is not None:
-            terms.append(mk_prod(none_before + [self.value(else_, aggs)]))
-        return AggSum((), mk_sum(terms))
+            pre, t = self.term(else_, aggs)
+        elif z.type.is_numeric:
+            pre, t = [], Const(0.0 if z.type == FLOAT else 0, z.type)
+        else:
+            raise _unsupported(f"CASE without ELSE with {z.type} results", node)
+        branches.append(mk_prod(none_before + pre + [Lift(z, Value(t))]))
+        return mk_sum(branches)
 
     # --------------------------------------------------------- conditions
     def cond(self, c, aggs=None):

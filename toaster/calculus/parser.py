@@ -14,7 +14,7 @@ from lark.exceptions import UnexpectedInput
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, expr_type)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
-from toaster.calculus.results import KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.errors import SqlSyntaxError, SemanticError
 from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING, Type, date_to_int, type_from_name
@@ -80,11 +80,12 @@ MUL: "*" | "/"
        | "[" NAME ":" TYPE "]" -> map_value
        | REDUCE "[" NAME "/" SIGNED_INT ":" TYPE "]" -> map_reduce
        | "@" SIGNED_INT ":" TYPE -> key_ref
+       | "global" "[" NAME ":" TYPE "]" -> global_value
        | "(" term ")" -> paren_t
 
 TYPE: "int" | "float" | "date" | "string" | "bool"
 REDUCE.2: "min" | "max" | "count"
-NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false|global)\b)[A-Za-z_][A-Za-z0-9_]*/
 SIGNED_FLOAT.2: /-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)/ | /nan/
 SIGNED_INT: /-?[0-9]+/
 STRING: /'[^']*'/
@@ -157,6 +158,9 @@ class _Build(Transformer):
 
     def map_reduce(self, c):
         return MapReduce(str(c[0]), str(c[1]), int(c[2]), type_from_name(str(c[3])))
+
+    def global_value(self, c):
+        return GlobalValue(str(c[0]), type_from_name(str(c[1])))
 
     def key_ref(self, c):
         return KeyRef(int(c[0]), type_from_name(str(c[1])))
@@ -346,7 +350,7 @@ class _TypeEnv:
         match t:
             case _Paren():
                 return self.term(t.term)
-            case MapValue() | MapReduce() | KeyRef():
+            case MapValue() | MapReduce() | KeyRef() | GlobalValue():
                 return t
             case Var():
                 return self.var(t)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var)
-from toaster.calculus.results import KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
 
 
@@ -42,6 +42,8 @@ def print_term(t) -> str:
             return f"{kind}[{m}/{extra}:{ty}]"
         case KeyRef(i, ty):
             return f"@{i}:{ty}"
+        case GlobalValue(m, ty):
+            return f"global[{m}:{ty}]"
     raise TypeError(f"not a term: {t!r}")
 
 

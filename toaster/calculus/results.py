@@ -34,6 +34,13 @@ class MapReduce:
 
 
 @dataclass(frozen=True, slots=True)
+class GlobalValue:
+    """The value of the key-less `map` (an uncorrelated scalar subquery), whatever the row."""
+    map: str
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
 class KeyRef:
     """The row's key column `index`."""
     index: int
@@ -75,6 +82,8 @@ def eval_result(t, key: tuple, ctx: RowContext):
                 return 0
             vals = [r[0] for r in rest]
             return min(vals) if kind == "min" else max(vals)
+        case GlobalValue(m, _):
+            return ctx.maps[m].get((), 0)
         case KeyRef(i, _):
             return key[i]
         case Const(v, _):
@@ -116,7 +125,7 @@ def eval_result(t, key: tuple, ctx: RowContext):
 def result_maps(t) -> set:
     """Names of the maps a result term reads."""
     match t:
-        case MapValue(m, _) | MapReduce(_, m, _, _):
+        case MapValue(m, _) | MapReduce(_, m, _, _) | GlobalValue(m, _):
             return {m}
         case Arith(_, args, _) | Func(_, args, _):
             out = set()

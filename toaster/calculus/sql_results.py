@@ -11,7 +11,7 @@ from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_a
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.m3 import MapDecl
-from toaster.calculus.results import KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.frontend import ast as A
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
@@ -143,11 +143,26 @@ class _TopLevel:
                 return Arith(op, (self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs)), t)
             case A.Negate(a, _, t):
                 return Arith("neg", (self.rterm(a, terms, key_exprs),), t)
+            case A.ScalarSubquery(sub, _, t):
+                return self.global_subquery(sub, t, e)
             case A.FuncCall(name, args, _, t):
                 decl = self.tr.functions.get(name)
                 fname = decl.external.lower() if decl is not None else name
                 return Func(fname, tuple(self.rterm(a, terms, key_exprs) for a in args), t)
         raise _unsupported(f"{type(e).__name__} over aggregates in a result", e)
+
+    def global_subquery(self, sub, t, node):
+        """An uncorrelated scalar subquery read by a result term: its own key-less map."""
+        from toaster.calculus.ir import Extremum, schema
+        calc = self.tr.scalar(sub)
+        if schema(calc)[0]:
+            raise _unsupported("a correlated subquery over aggregates in a result", node)
+        if isinstance(calc, Extremum):
+            z = self.tr.fresh("ext", calc.term.type)
+            calc = AggSum((), mk_prod([Lift(z, calc), Value(z)]))
+        n = sum(1 for m in self.maps if m.name.startswith(f"{self.q.name}_SUB")) + 1
+        m = self.add_map(f"{self.q.name}_SUB{n}", (), calc)
+        return GlobalValue(m.name, t)
 
     def key_type(self, i: int):
         e = self.q.key_columns[i][1]
