@@ -138,6 +138,10 @@ class Translator:
                 return mk_prod(fl + fr + [Cmp(op, tl, tr)])
             case A.And(args):
                 return mk_prod([self.cond(a, aggs) for a in args])
+            case A.Or(args) if _mutually_exclusive(args):
+                # e.g. an IN list: at most one disjunct holds, so OR is their sum (no
+                # inclusion-exclusion terms, which grow exponentially)
+                return mk_sum([self.cond(a, aggs) for a in args])
             case A.Or(args):
                 acc = self.cond(args[0], aggs)
                 for a in args[1:]:
@@ -352,6 +356,28 @@ def _agg_calls(nodes) -> list:
     for n in nodes:
         walk(n)
     return out
+
+
+def _equalities(c) -> dict:
+    """{expression: constant} for the `expr = constant` conjuncts of a condition."""
+    out = {}
+    for x in (c.args if isinstance(c, A.And) else (c,)):
+        if isinstance(x, A.Comparison) and x.op == "=":
+            if isinstance(x.right, A.Literal) and not isinstance(x.left, A.Literal):
+                out[x.left] = x.right.value
+            elif isinstance(x.left, A.Literal) and not isinstance(x.right, A.Literal):
+                out[x.right] = x.left.value
+    return out
+
+
+def _mutually_exclusive(conds) -> bool:
+    """Every two conditions require different constants for some common expression."""
+    eqs = [_equalities(c) for c in conds]
+    for i in range(len(eqs)):
+        for j in range(i + 1, len(eqs)):
+            if not any(k in eqs[j] and eqs[j][k] != v for k, v in eqs[i].items()):
+                return False
+    return True
 
 
 def _distinct(outs, expr, tr: Translator):

@@ -204,6 +204,23 @@ def normalize(factors, keep: frozenset | set) -> Monomial | None:
     return Monomial(coef, tuple(_order(fs)))
 
 
+def _binding_vars(e) -> set:
+    """Variables in atom or lift positions anywhere in e (only variables may go there)."""
+    match e:
+        case Rel(_, vs) | DeltaRel(_, vs) | MapRef(_, vs, _):
+            return set(vs)
+        case Lift(v, q):
+            return {v} | _binding_vars(q)
+        case Sum(ts) | Prod(ts):
+            out = set()
+            for t in ts:
+                out |= _binding_vars(t)
+            return out
+        case AggSum(gs, q) | Extremum(_, gs, _, q):
+            return set(gs) | _binding_vars(q)
+    return set()
+
+
 def _vars_outside(f, fs) -> set:
     out = set()
     for g in fs:
@@ -257,7 +274,9 @@ def _unifier(f, fs, keep) -> dict | None:
     is not an atom argument nor defined by another lift (atoms and lifts take variables).
     """
     others = [g for g in fs if g is not f]
-    pinned = _atom_vars(others) | {g.var for g in others if isinstance(g, Lift)}
+    pinned = set()
+    for g in others:
+        pinned |= _binding_vars(g)
     match f:
         case Lift(x, Value(t)) if isinstance(t, Var):
             if x == t:
