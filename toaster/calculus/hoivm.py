@@ -432,6 +432,10 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
     c = HOIVMCompiler(calc_program.relations, mode, strategy, depth)
     queue = deque()
     for m in calc_program.maps:
+        if not relations(m.definition):
+            # no update ever changes it, and trigger programs have no initialization step yet
+            raise UnsupportedError(f"incremental maintenance of {m.name}, which reads no relation "
+                                   "(a constant result; --backend calc evaluates it)")
         keys = tuple(m.keys)
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
         monos = simplify_monomials(body, set(keys))

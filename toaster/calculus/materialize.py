@@ -29,13 +29,16 @@ def reevaluation_rhs(compiler, m, body, keys) -> object:
 def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> list:
     """Factors of one monomial with relation atoms and nested aggregates replaced by maps.
     `needed_out` are variables the enclosing expression reads; `bound` those it binds first."""
+    from toaster.calculus.ir import schema
     rels = [f for f in factors if isinstance(f, Rel)]
     others = []
+    seen = set(bound) | _atom_vars(rels)   # variables bound before each factor runs
     for f in factors:
         if isinstance(f, Rel):
             continue
         if isinstance(f, (Lift, Extremum, AggSum)) and relations(f):
-            f = _nested(compiler, m, f, bound | _atom_vars(rels))
+            f = _nested(compiler, m, f, frozenset(seen))
+        seen |= schema(f, seen)[1]
         others.append(f)
     comps = _components(rels, bound)
     comp_vars = [set().union(*(set(r.vars) for r in c)) - bound for c in comps]
@@ -60,9 +63,9 @@ def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> lis
         definition = AggSum(map_keys, mk_prod(comp + extra))
         name, order = compiler._register(definition, map_keys, m)
         refs.append(MapRef(name, tuple(map_keys[i] for i in order), compiler.maps[name].type))
-    lifts = [f for f in outside if isinstance(f, Lift)]
-    rest = [f for f in outside if not isinstance(f, Lift)]
-    return refs + lifts + rest
+    # the remaining factors keep their order: a lift or nested aggregate may read variables
+    # that an earlier one binds
+    return refs + outside
 
 
 def _nested(compiler, m, f, outer: frozenset):
