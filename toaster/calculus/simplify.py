@@ -13,12 +13,15 @@ bind it) have run, and a lift of a variable that an atom already bound acts as a
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from fractions import Fraction
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
-                                 Sum, Value, Var, ONE, ZERO, all_vars, mk_prod, mk_sum, term_vars)
+                                 Sum, Value, Var, ONE, ZERO, all_vars, mk_prod, mk_sum, relations, schema,
+                                 term_vars)
 from toaster.types import FLOAT, INT, BOOL, STRING
+
+_FRESH = itertools.count(1)
 
 
 # ------------------------------------------------------------------ substitution
@@ -134,8 +137,14 @@ def expand(e) -> list:
                 fm = expand(f)
                 out = [a + b for a in out for b in fm]
             return out
-        # nested aggregates stay whole here; normalize() simplifies them once it knows which
-        # of their variables the enclosing monomial binds (correlation)
+        case AggSum(gs, q) if relations(q):
+            # a sum inside a product is unnested: Sum_gs(Q) * R = Sum(Q * R) when R does not
+            # read Q's other variables; they are renamed apart so that copies stay independent
+            local = schema(q, set())[1] - set(gs)
+            ren = {v: Var(f"{v.name}_{next(_FRESH)}", v.type) for v in sorted(local, key=lambda v: v.name)}
+            return expand(subst(q, ren))
+        # other nested aggregates stay whole here; normalize() simplifies them once it knows
+        # which of their variables the enclosing monomial binds (correlation)
     return [[e]]
 
 
