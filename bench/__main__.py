@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="small preset: SF 0.01 TPC-H and a 20,000-event order book, 5 queries, "
-                         "interp/llvm/calc, batch sizes 1,100,1000, 30,000 events and 2 s per run; "
+                         "interp/llvm (+calc on single-relation queries), batch sizes 1,100,1000, 30,000 events and 2 s per run; "
                          "other flags given explicitly override it")
     ap.add_argument("--queries", type=_list, help=f"comma-separated (available: {', '.join(available_queries())}) "
                     "or paths to .sql files with a '-- dataset:' header; 'all' for every query")
@@ -69,6 +69,7 @@ def config_from_args(args) -> BenchConfig:
         cfg.time_limit = 2.0
         cfg.max_events = 30_000
         cfg.duckdb_windows = 4
+        cfg.reeval_max_relations = 1
     for name in ("queries", "backends", "strategies", "batch_sizes", "mode", "scale", "seed", "active_orders",
                  "active_lineitems", "finance_events", "brokers", "time_limit", "max_events", "out",
                  "data_dir", "duckdb_threads", "master"):

@@ -22,9 +22,12 @@ run WRONG and it has no rate.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field, asdict
@@ -57,6 +60,8 @@ class BenchConfig:
     time_limit: float = 10.0           # seconds of feeding per run
     max_events: int | None = None      # prefix of each query's stream
     mode: str = "auto"                 # auto: tuple for batch size 1, batch otherwise
+    reeval_max_relations: int | None = None  # run re-evaluating backends (calc) only on queries over
+                                             # at most this many relations (its joins are nested loops)
     duckdb: bool = True
     duckdb_windows: int = 5
     duckdb_threads: int = 1
@@ -74,7 +79,7 @@ class RunResult:
     strategy: str
     mode: str
     batch_size: int
-    status: str = "OK"                 # OK | WRONG | ERROR | UNSUPPORTED
+    status: str = "OK"                 # OK | WRONG | ERROR | UNSUPPORTED | TIMEOUT | SKIPPED
     events: int = 0                    # events fed (and timed)
     stream_events: int = 0             # events in this query's stream
     compile_s: float | None = None
@@ -238,70 +243,123 @@ def _progress(total: int, desc: str, enabled: bool):
                 dynamic_ncols=True)
 
 
+class RunTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Interrupt the block with RunTimeout after `seconds` of wall time (a Python-level signal:
+    native code is interrupted when it returns). A no-op off the main thread or without SIGALRM."""
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def fire(signum, frame):
+        raise RunTimeout(f"hard time limit of {seconds:.0f}s reached")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def hard_limit(time_limit: float) -> float:
+    """Wall-time cap of one run (compile + feed + final read): a single slow batch or refresh
+    cannot stall the benchmark."""
+    return 3 * time_limit + 20
+
+
 def run_engine(text: str, backend: str, strategy: str, mode: str, batches: list, tables: list,
                expected: Callable, base: RunResult, time_limit: float, progress: bool = False,
                master: str | None = None, engine_factory: Callable | None = None) -> RunResult:
-    """One toaster run: compile, load tables, feed batches (timed), compare with DuckDB."""
+    """One toaster run: compile, load tables, feed batches (timed), compare with DuckDB.
+
+    Backends that re-evaluate (calc) read every result after each batch, inside the timed
+    region: their views are only computed when read, and a refresh is what is measured."""
     res = RunResult(**{**asdict(base), "backend": backend, "strategy": strategy, "mode": mode})
-    engine = None
-    bar = None
+    held: dict = {}                  # the engine, once built (closed whatever happens)
     try:
-        mem0 = reset_peak_memory()
-        t0 = time.perf_counter()
-        if engine_factory is not None:
-            comp, engine = engine_factory(text, mode, strategy)
-        else:
-            comp = compile_query(text, mode, strategy, master)
-            engine = comp.engine(backend)
-        res.compile_s = time.perf_counter() - t0
-        queries = list(comp.queries)
-        for b in tables:
-            engine.apply(b)
-        bar = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}", progress)
-        maint = 0.0
-        events = 0
-        start = time.perf_counter()
-        for b in batches:
-            t = time.perf_counter()
-            engine.apply(b)
-            maint += time.perf_counter() - t
-            events += len(b)
-            if bar is not None:
-                bar.update(len(b))
-            if time.perf_counter() - start > time_limit:
-                break
-        res.peak_mb = peak_memory_mb(mem0)
-        res.events, res.maint_s = events, maint
-        problem = check_results(engine.results(), expected(events), queries)
-        if problem is not None:
-            res.status, res.note = "WRONG", problem
-        else:
-            res.rate = events / maint if maint > 0 else None
-            if events < res.stream_events:
-                res.note = f"time limit: {events}/{res.stream_events} events"
+        with deadline(hard_limit(time_limit)):
+            final, queries = _feed(res, held, text, backend, strategy, mode, batches, tables, time_limit,
+                                   progress, master, engine_factory)
     except UnsupportedError as e:
         res.status, res.note = "UNSUPPORTED", str(e).splitlines()[0][:200]
+    except RunTimeout as e:
+        res.status, res.note = "TIMEOUT", f"{e} after {res.events:,} events"
     except Exception as e:   # a crashing engine is a result of the benchmark, not its end
         res.status = "ERROR"
         res.note = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         if os.environ.get("BENCH_TRACEBACK"):
             traceback.print_exc()
+    else:
+        problem = check_results(final, expected(res.events), queries)
+        if problem is not None:
+            res.status, res.note = "WRONG", problem
+        else:
+            res.rate = res.events / res.maint_s if res.maint_s else None
+            if res.events < res.stream_events:
+                res.note = f"time limit: {res.events:,}/{res.stream_events:,} events"
     finally:
-        if bar is not None:
-            bar.close()
-        if engine is not None:
+        if held.get("bar") is not None:
+            held["bar"].close()
+        if held.get("engine") is not None:
             try:
-                engine.close()
+                held["engine"].close()
             except Exception:
                 pass
     return res
 
 
-def concat_batches(batches: list) -> list[Batch]:
-    """Batches merged into one per relation (each relation's rows in order)."""
+def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, tables, time_limit, progress,
+          master, engine_factory):
+    """Compile, load tables, feed batches; fills res (compile_s, events, maint_s, peak_mb) and
+    returns (final results, query shapes)."""
+    refresh = backend in REEVAL_BACKENDS
+    mem0 = reset_peak_memory()
+    t0 = time.perf_counter()
+    if engine_factory is not None:
+        comp, engine = engine_factory(text, mode, strategy)
+    else:
+        comp = compile_query(text, mode, strategy, master)
+        engine = comp.engine(backend)
+    held["engine"] = engine
+    res.compile_s = time.perf_counter() - t0
+    queries = list(comp.queries)
+    for b in tables:
+        engine.apply(b)
+    bar = held["bar"] = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}",
+                                  progress)
+    res.maint_s = 0.0
+    start = time.perf_counter()
+    for group in batches:                  # one batch of the stream: a Batch per relation
+        t = time.perf_counter()
+        for b in group:
+            engine.apply(b)
+        if refresh:
+            engine.results()
+        res.maint_s += time.perf_counter() - t
+        n = sum(len(b) for b in group)
+        res.events += n
+        if bar is not None:
+            bar.update(n)
+        if time.perf_counter() - start > time_limit:
+            break
+    res.peak_mb = peak_memory_mb(mem0)
+    return engine.results(), queries
+
+
+def concat_batches(groups: list) -> list[Batch]:
+    """Groups of batches merged into one Batch per relation (each relation's rows in order)."""
     by_rel: dict[str, list[Batch]] = {}
-    for b in batches:
-        by_rel.setdefault(b.relation, []).append(b)
+    for group in groups:
+        for b in group:
+            by_rel.setdefault(b.relation, []).append(b)
     out = []
     for rel, bs in by_rel.items():
         out.append(Batch(rel, np.concatenate([b.signs for b in bs]),
@@ -331,21 +389,22 @@ def run_duckdb(relations, oracle_sql, batches: list, tables: list, base: RunResu
                 for b in concat_batches(batches[pos:starts[w]]):
                     db.apply(b)
                 if bar is not None:
-                    bar.update(sum(len(b) for b in batches[pos:starts[w]]))
+                    bar.update(sum(len(b) for g in batches[pos:starts[w]] for b in g))
                 pos = starts[w]
             spent = 0.0
             while pos < starts[w + 1] and spent < budget:
-                b = batches[pos]
+                group = batches[pos]
                 t = time.perf_counter()
-                db.apply(b)
+                for b in group:
+                    db.apply(b)
                 for sql in oracle_sql:
                     db.run(sql)
-                dt = time.perf_counter() - t
-                spent += dt
-                events += len(b)
+                spent += time.perf_counter() - t
+                n = sum(len(b) for b in group)
+                events += n
                 pos += 1
                 if bar is not None:
-                    bar.update(len(b))
+                    bar.update(n)
             timed += spent
         if bar is not None:
             bar.close()
@@ -415,6 +474,13 @@ def run_benchmark(cfg: BenchConfig, log: Callable = print) -> tuple[list[RunResu
             runs = []
             for be in cfg.backends:
                 strategies = [REEVAL_BACKENDS[be]] if be in REEVAL_BACKENDS else cfg.strategies
+                if be in REEVAL_BACKENDS and cfg.reeval_max_relations is not None \
+                        and len(rels) > cfg.reeval_max_relations:
+                    runs.append(RunResult(**{**asdict(base), "backend": be, "strategy": strategies[0],
+                                             "mode": "-", "status": "SKIPPED",
+                                             "note": f"re-evaluation only for queries over <= "
+                                                     f"{cfg.reeval_max_relations} relation(s) in this preset"}))
+                    continue
                 for st in strategies:
                     r = run_engine(text, be, st, mode_for(be, bs, cfg.mode), batches, tables, expected, base,
                                    cfg.time_limit, cfg.progress, cfg.master)

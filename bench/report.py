@@ -98,7 +98,7 @@ def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
             "refreshes/s); (×r) = ratio to DuckDB re-evaluating the query after every batch of the same "
             "stream; [p%] = share of the stream processed within the time limit; **WRONG** = final views "
             "differ from DuckDB.", "", markdown_table(results), "", cost_table(results)]
-    problems = [r for r in results if r.status != "OK"]
+    problems = [r for r in results if r.status not in ("OK", "SKIPPED")]
     if problems:
         out += ["", "Notes:"]
         out += [f"* {r.query} {r.backend}/{r.strategy} batch {r.batch_size}: {r.status}: {r.note}" for r in problems]
@@ -110,12 +110,19 @@ def _series_label(r: RunResult) -> str:
     return "duckdb re-eval" if r.backend == "duckdb" else f"{r.backend}/{r.strategy}"
 
 
+def _colors(results: list[RunResult]) -> dict:
+    """One color per backend/strategy across every figure and panel."""
+    labels = list(OrderedDict.fromkeys(_series_label(r) for r in results))
+    return {s: f"C{i % 10}" for i, s in enumerate(labels)}
+
+
 def plot_rates(results: list[RunResult], out_dir: str) -> list[str]:
     """One PNG per batch size: per query, a bar per backend/strategy (log-scale rate)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     paths = []
+    colors = _colors(results)
     for bs in sorted({r.batch_size for r in results if r.batch_size}):
         rs = [r for r in results if r.batch_size == bs and r.status == "OK" and r.rate]
         if not rs:
@@ -131,7 +138,7 @@ def plot_rates(results: list[RunResult], out_dir: str) -> list[str]:
                 if hit:
                     xs.append(i + (k - (len(series) - 1) / 2) * width)
                     ys.append(hit[0])
-            ax.bar(xs, ys, width=width, label=s)
+            ax.bar(xs, ys, width=width, label=s, color=colors[s])
         ax.set_yscale("log")
         ax.set_xticks(range(len(queries)), queries, rotation=30, ha="right")
         ax.set_ylabel("events / s" + (" (view refreshes / s)" if bs == 1 else ""))
@@ -155,6 +162,7 @@ def plot_sweep(results: list[RunResult], path: str) -> str | None:
     if not rs:
         return None
     queries = list(OrderedDict.fromkeys(r.query for r in rs))
+    colors = _colors(results)
     cols = min(3, len(queries))
     nrows = (len(queries) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
@@ -162,7 +170,7 @@ def plot_sweep(results: list[RunResult], path: str) -> str | None:
         ax = axes[i // cols][i % cols]
         for s in OrderedDict.fromkeys(_series_label(r) for r in rs if r.query == q):
             pts = sorted((r.batch_size, r.rate) for r in rs if r.query == q and _series_label(r) == s)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s, color=colors[s])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(q)

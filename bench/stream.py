@@ -1,7 +1,7 @@
 """A generated stream, parsed once into columnar form and cut into Batches for the harness.
 
     es = load_event_stream(schema_sql_text)            # parses every declared source
-    batches = es.batches(size=100, relations={"LINEITEM", "ORDERS"})
+    batches = es.batches(size=100, relations={"LINEITEM", "ORDERS"})   # [[Batch per relation]]
 
 Parsing uses toaster's own readers (the CSV adaptor, the orderbook adaptor), so parse time is
 the time a toaster user would pay; it is measured here, apart from view maintenance. The
@@ -9,8 +9,8 @@ global event order comes from the CSV `seq` field (TPC-H streams, one file per r
 from the line number in the shared log (order-book streams, several relations per file).
 
 A batch of size N holds the next N events of the stream; since a Batch carries one relation,
-those N events become one Batch per relation (in order of first appearance, each relation's
-events in stream order). Reordering events of different relations inside one batch does not
+those N events become a group of Batches, one per relation (in order of first appearance, each
+relation's events in stream order); the harness applies a whole group, then refreshes/checks. Reordering events of different relations inside one batch does not
 change the database after the batch, which is all a batch-mode view promises.
 """
 from __future__ import annotations
@@ -58,25 +58,28 @@ class EventStream:
             rel, row = rel[:limit], row[:limit]
         return rel, row
 
-    def batches(self, size: int, relations=None, limit: int | None = None) -> list[Batch]:
-        """The stream (restricted to `relations`, first `limit` events) cut into batches of `size` events."""
+    def batches(self, size: int, relations=None, limit: int | None = None) -> list[list[Batch]]:
+        """The stream (restricted to `relations`, first `limit` events) cut into batches of `size`
+        events; each batch is a list of one Batch per relation it touches (see the module doc)."""
         if size < 1:
             raise ValueError("batch size must be >= 1")
         rel, row = self.selected(relations, limit)
-        out: list[Batch] = []
+        out: list[list[Batch]] = []
         names = self.stream_names
         if size == 1:
             for r, i in zip(rel.tolist(), row.tolist()):
                 b = self.per_relation[names[r]]
-                out.append(Batch(b.relation, b.signs[i:i + 1], tuple(c[i:i + 1] for c in b.columns)))
+                out.append([Batch(b.relation, b.signs[i:i + 1], tuple(c[i:i + 1] for c in b.columns))])
             return out
         for start in range(0, len(rel), size):
             r_chunk, i_chunk = rel[start:start + size], row[start:start + size]
             firsts = np.unique(r_chunk, return_index=True)
+            group = []
             for r in [int(r_chunk[j]) for j in sorted(firsts[1].tolist())]:
                 idx = i_chunk[r_chunk == r]
                 b = self.per_relation[names[r]]
-                out.append(Batch(b.relation, b.signs[idx], tuple(c[idx] for c in b.columns)))
+                group.append(Batch(b.relation, b.signs[idx], tuple(c[idx] for c in b.columns)))
+            out.append(group)
         return out
 
     def prefix_batches(self, n_events: int, relations=None) -> list[Batch]:

@@ -123,18 +123,24 @@ def test_batches_preserve_the_stream(tpch_events):
     es = tpch_events
     rels = {"ORDERS", "LINEITEM"}
     n = 3000
-    def net(batches):
+    def net(groups):
         c = Counter()
-        for b in batches:
-            for s, row in b.rows():
-                c[(b.relation, row)] += s
+        for g in groups:
+            for b in g:
+                for s, row in b.rows():
+                    c[(b.relation, row)] += s
         return +c
     want = net(es.batches(1, rels, n))
-    assert sum(len(b) for b in es.batches(1, rels, n)) == n
+    assert sum(len(b) for g in es.batches(1, rels, n) for b in g) == n
     for size in (7, 500):
-        bs = es.batches(size, rels, n)
-        assert sum(len(b) for b in bs) == n and net(bs) == want
-    assert net(es.prefix_batches(n, rels)) == want
+        groups = es.batches(size, rels, n)
+        assert all(sum(len(b) for b in g) == size for g in groups[:-1])
+        assert all(len({b.relation for b in g}) == len(g) for g in groups)
+        assert sum(len(b) for g in groups for b in g) == n and net(groups) == want
+        # every prefix of whole batches is a prefix of the stream
+        k = len(groups) // 2
+        assert net(groups[:k]) == net([es.prefix_batches(k * size, rels)])
+    assert net([es.prefix_batches(n, rels)]) == want
 
 
 def test_finance_stream_deletes_only_live_orders(data_dir):

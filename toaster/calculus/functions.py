@@ -90,7 +90,8 @@ def _dihedral_angle(x1, y1, z1, x2, y2, z2, x3, y3, z3, x4, y4, z4):
     n1 = _cross(b1, b2)
     n2 = _cross(b2, b3)
     m1 = _cross(n1, _scale(b2, 1 / math.sqrt(_dot(b2, b2))))
-    return math.atan2(_dot(m1, n2), _dot(n1, n2))
+    # IUPAC sign convention (the oracle's): the negated atan2 of the textbook formula
+    return -math.atan2(_dot(m1, n2), _dot(n1, n2))
 
 
 def _cross(a, b):

@@ -137,14 +137,8 @@ def expand(e) -> list:
                 fm = expand(f)
                 out = [a + b for a in out for b in fm]
             return out
-        case AggSum(gs, q) if relations(q):
-            # a sum inside a product is unnested: Sum_gs(Q) * R = Sum(Q * R) when R does not
-            # read Q's other variables; they are renamed apart so that copies stay independent
-            local = schema(q, set())[1] - set(gs)
-            ren = {v: Var(f"{v.name}_{next(_FRESH)}", v.type) for v in sorted(local, key=lambda v: v.name)}
-            return expand(subst(q, ren))
-        # other nested aggregates stay whole here; normalize() simplifies them once it knows
-        # which of their variables the enclosing monomial binds (correlation)
+        # nested aggregates stay whole here (simplify_monomials unnests sums; normalize()
+        # simplifies the rest once it knows which variables the monomial binds)
     return [[e]]
 
 
@@ -330,11 +324,38 @@ def combine(monos) -> list:
 def simplify_monomials(e, keep) -> list:
     """e (no outer AggSum) -> simplified, combined list of Monomials."""
     out = []
-    for fs in expand(e):
+    work = expand(e)
+    while work:
+        fs = work.pop(0)
+        i = next((i for i, f in enumerate(fs) if isinstance(f, AggSum) and relations(f.expr)), None)
+        if i is not None:
+            work[:0] = _unnest(fs, i, keep)
+            continue
         m = normalize(fs, frozenset(keep))
         if m is not None:
             out.append(m)
     return combine(out)
+
+
+def _unnest(fs: list, i: int, keep) -> list:
+    """A sum inside a product is unnested: Sum_gs(Q) * R = Sum(Q * R) when R does not read
+    Q's other variables. Q's variables that nothing outside it reads are renamed apart first,
+    so two copies of one subquery stay independent."""
+    f = fs[i]
+    outside = set(keep)
+    for j, g in enumerate(fs):
+        if j != i:
+            outside |= _free_vars(g)
+    local = all_vars(f.expr) - set(f.group) - outside
+    ren = {v: Var(f"{v.name}_{next(_FRESH)}", v.type) for v in sorted(local, key=lambda v: v.name)}
+    return [fs[:i] + sub + fs[i + 1:] for sub in expand(subst(f.expr, ren))]
+
+
+def _free_vars(f) -> set:
+    """Variables of a factor visible to its neighbours (an AggSum hides the ones it sums over)."""
+    if isinstance(f, AggSum):
+        return set(f.group) | (all_vars(f.expr) - schema(f.expr, set())[1])
+    return all_vars(f)
 
 
 def simplify_expr(e, bound=frozenset()):

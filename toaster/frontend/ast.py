@@ -267,3 +267,5 @@ class SqlProgram:
     selects: tuple         # tuple[Select | SetOp]
     file: str | None = None
     functions: tuple = ()  # tuple[CreateFunction]
+    declared_before: tuple = ()  # per statement: (relations, functions) declared before it
+    # (counts into relations / functions; empty: everything is visible)

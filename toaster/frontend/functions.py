@@ -1,8 +1,8 @@
-"""Built-in scalar functions (DIALECT.md §4): signatures for type checking, and reference Python
-implementations that pin down their meaning (the evaluator and the DuckDB oracle must agree
-with these; see printer.oracle_sql for the DuckDB side).
+"""Built-in scalar functions (DIALECT.md §4): arities and result types for type checking.
 
-Decisions on the undocumented points (DIALECT.md §8):
+Their runtime meaning is implemented by toaster.calculus.functions (the evaluator) and, for the
+test oracle, by printer.oracle_sql's DuckDB translations; tests/test_frontend.py checks that the
+two agree. Decisions on the undocumented points (DIALECT.md §8):
   * regexp_match(pattern, s) is an UNANCHORED search (POSIX regexec semantics): 1 if the pattern
     matches anywhere in s (Python re.search), else 0. Anchor with ^...$ for a full match.
   * cast_int of a float truncates toward zero; of a string parses a leading integer like atoi
@@ -12,17 +12,14 @@ Decisions on the undocumented points (DIALECT.md §8):
         atan2(|b2| * b1 . (b2 x b3), (b1 x b2) . (b2 x b3)),  b1 = p2-p1, b2 = p3-p2, b3 = p4-p3
     in radians, in (-pi, pi].
   * vector_angle is acos(u.v / (|u| |v|)), clamped into [-1, 1] before acos.
-  * hash(x) is a stable 64-bit FNV-1a hash of cast_string(x) as a signed int (it has no DuckDB
-    counterpart, so oracle_sql refuses it).
+  * hash(x) depends on the runtime (DIALECT.md §4); it has no DuckDB counterpart, so oracle_sql
+    refuses it.
 """
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
-from typing import Callable
 
-from toaster.types import INT, FLOAT, DATE, STRING, Type, promote, int_to_date, date_to_int
+from toaster.types import INT, FLOAT, DATE, STRING, Type, promote
 
 
 @dataclass(frozen=True)
@@ -30,92 +27,14 @@ class Builtin:
     name: str                  # lower-case
     min_args: int
     max_args: int | None       # None: unbounded
-    impl: Callable             # Python reference implementation over runtime values
-
-
-def _cast_int(x):
-    if isinstance(x, str):
-        m = re.match(r"\s*([-+]?\d+)", x)
-        return int(m.group(1)) if m else 0
-    return int(x)          # float: truncates toward zero; int and date (YYYYMMDD) unchanged
-
-
-def _cast_float(x):
-    return float(x)        # strings are parsed (ValueError on garbage is a runtime error)
-
-
-def _cast_string(x, arg_type: Type | None = None):
-    if arg_type == DATE:
-        return int_to_date(x)
-    if isinstance(x, float):
-        return repr(x)
-    return str(x)
-
-
-def _cast_date(x, arg_type: Type | None = None):
-    if arg_type == DATE:
-        return x
-    return date_to_int(str(x))
-
-
-def _date_part(part: str, d: int) -> int:
-    return {"year": d // 10000, "month": d // 100 % 100, "day": d % 100}[part.lower()]
-
-
-def _vec_length(x, y, z):
-    return math.sqrt(x * x + y * y + z * z)
-
-
-def _vector_angle(x1, y1, z1, x2, y2, z2):
-    dot = x1 * x2 + y1 * y2 + z1 * z2
-    c = dot / (_vec_length(x1, y1, z1) * _vec_length(x2, y2, z2))
-    return math.acos(max(-1.0, min(1.0, c)))
-
-
-def _cross(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _dihedral_angle(*c):
-    p = [c[0:3], c[3:6], c[6:9], c[9:12]]
-    b1, b2, b3 = ([p[i + 1][k] - p[i][k] for k in range(3)] for i in range(3))
-    n1, n2 = _cross(b1, b2), _cross(b2, b3)
-    return math.atan2(math.sqrt(_dot(b2, b2)) * _dot(b1, n2), _dot(n1, n2))
-
-
-def _fnv1a(text: str) -> int:
-    h = 0xcbf29ce484222325
-    for byte in text.encode():
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h - (1 << 64) if h >= 1 << 63 else h
-
-
-def _substring(s: str, start: int, length: int) -> str:
-    start = max(int(start), 0)
-    return s[start:start + max(int(length), 0)]
 
 
 BUILTINS = {b.name: b for b in [
-    Builtin("listmin", 2, None, lambda *a: min(a)),
-    Builtin("listmax", 2, None, lambda *a: max(a)),
-    Builtin("date_part", 2, 2, _date_part),
-    Builtin("regexp_match", 2, 2, lambda pattern, s: 1 if re.search(pattern, s) else 0),
-    Builtin("substring", 3, 3, _substring),
-    Builtin("cast_int", 1, 1, _cast_int),
-    Builtin("cast_float", 1, 1, _cast_float),
-    Builtin("cast_string", 1, 1, _cast_string),
-    Builtin("cast_date", 1, 1, _cast_date),
-    Builtin("vec_length", 3, 3, _vec_length),
-    Builtin("vector_angle", 6, 6, _vector_angle),
-    Builtin("dihedral_angle", 12, 12, _dihedral_angle),
-    Builtin("radians", 1, 1, math.radians),
-    Builtin("degrees", 1, 1, math.degrees),
-    Builtin("pow", 2, 2, lambda b, e: math.pow(b, e)),
-    Builtin("hash", 1, 1, lambda x, arg_type=None: _fnv1a(_cast_string(x, arg_type))),
+    Builtin("listmin", 2, None), Builtin("listmax", 2, None), Builtin("date_part", 2, 2),
+    Builtin("regexp_match", 2, 2), Builtin("substring", 3, 3), Builtin("cast_int", 1, 1),
+    Builtin("cast_float", 1, 1), Builtin("cast_string", 1, 1), Builtin("cast_date", 1, 1),
+    Builtin("vec_length", 3, 3), Builtin("vector_angle", 6, 6), Builtin("dihedral_angle", 12, 12),
+    Builtin("radians", 1, 1), Builtin("degrees", 1, 1), Builtin("pow", 2, 2), Builtin("hash", 1, 1),
 ]}
 
 # Functions of standard SQL that only make sense with NULLs: refused with a clear message.

@@ -483,7 +483,7 @@ def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,
         if isinstance(inner, ToasterError):
             raise inner.located(file) from None
         raise
-    relations, selects, functions = [], [], []
+    relations, selects, functions, declared_before = [], [], [], []
 
     def add_relation(decl, pos, where):
         if any(r.name == decl.name for r in relations):
@@ -509,6 +509,9 @@ def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,
                 raise SemanticError(f"cannot read INCLUDE file {s.path!r}: {ex.strerror}",
                                     file=file, line=s.pos.line, column=s.pos.column) from None
             sub = parse_sql(inc_text, path, base_dir, _seen | {path})
+            for k, sel in enumerate(sub.selects):
+                nr, nf = sub.declared_before[k]
+                declared_before.append((len(relations) + nr, len(functions) + nf))
             for decl in sub.relations:
                 add_relation(decl, s.pos, file)
             for fn in sub.functions:
@@ -520,7 +523,8 @@ def parse_sql(text: str, file: str | None = None, base_dir: str | None = None,
             add_function(s, file)
         elif isinstance(s, (A.Select, A.SetOp)):
             selects.append(s)
-    return A.SqlProgram(tuple(relations), tuple(selects), file, tuple(functions))
+            declared_before.append((len(relations), len(functions)))
+    return A.SqlProgram(tuple(relations), tuple(selects), file, tuple(functions), tuple(declared_before))
 
 
 def _syntax_message(e: UnexpectedInput, text: str) -> str:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
-from toaster.frontend.resolve import ResolvedQuery, output_columns, same_expr, contains_agg
-from toaster.types import DATE, STRING, FLOAT, INT, int_to_date
+from toaster.frontend.resolve import ResolvedQuery, same_expr
+from toaster.types import DATE, STRING, FLOAT, int_to_date
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from toaster.errors import SemanticError, UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.functions import BUILTINS, NULL_FUNCTIONS, builtin_result_type
-from toaster.types import INT, FLOAT, DATE, STRING, Type, promote
+from toaster.types import INT, FLOAT, STRING, Type, promote
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,8 @@ class _Resolver:
         self.used_aliases: set = set()
         self.target_names: dict = {}     # id(unresolved Select) -> [generated name | None per target]
         self.statement_relations: list = []
+        self.visible_relations = set(self.relations)
+        self.visible_functions = set(self.functions)
 
     # ---------------------------------------------------------------- naming
     def number_targets(self, stmt) -> None:
@@ -296,6 +298,8 @@ class _Resolver:
                 decl = self.relations.get(relation)
                 if decl is None:
                     raise _err(f"unknown relation {relation}", item)
+                if relation not in self.visible_relations:
+                    raise _err(f"unknown relation {relation} (it is declared after this statement)", item)
                 columns = tuple((c.name, c.type) for c in decl.columns)
                 new = None
             case A.SubqueryItem(query, written):
@@ -420,23 +424,23 @@ class _Resolver:
     def func_call(self, e: A.FuncCall, args: tuple):
         name = e.name
         arg_types = [a.type for a in args]
-        decl = self.functions.get(name)
+        decl = self.functions.get(name) if name in self.visible_functions else None
         if decl is not None:
             if len(args) != len(decl.arg_types):
-                raise _err(f"function {name} takes {len(decl.arg_types)} argument(s), got {len(args)}", e)
+                raise _err(f"function {name.upper()} takes {len(decl.arg_types)} argument(s), got {len(args)}", e)
             for i, (a, want) in enumerate(zip(args, decl.arg_types), start=1):
                 if not (a.type == want or (want == FLOAT and a.type == INT)):
-                    raise _err(f"argument {i} of {name} must be {want}, got {a.type}", a)
+                    raise _err(f"argument {i} of {name.upper()} must be {want}, got {a.type}", a)
             return replace(e, args=args, type=decl.return_type)
         b = BUILTINS.get(name)
         if b is None:
             if name in NULL_FUNCTIONS:
                 raise _err(f"{name.upper()} (NULLs)", e, UnsupportedError)
-            raise _err(f"unknown function {name}", e)
+            raise _err(f"unknown function {name.upper()}", e)
         if len(args) < b.min_args or (b.max_args is not None and len(args) > b.max_args):
             want = (f"{b.min_args}" if b.min_args == b.max_args
                     else f"at least {b.min_args}" if b.max_args is None else f"{b.min_args}-{b.max_args}")
-            raise _err(f"function {name} takes {want} argument(s), got {len(args)}", e)
+            raise _err(f"function {name.upper()} takes {want} argument(s), got {len(args)}", e)
         if name == "date_part":
             part = args[0]
             if not (isinstance(part, A.Literal) and part.type == STRING
@@ -544,6 +548,10 @@ def resolve_program(prog: A.SqlProgram) -> tuple:
     several = len(prog.selects) > 1
     out = []
     for i, stmt in enumerate(prog.selects, start=1):
+        if prog.declared_before:   # a statement sees only what is declared before it
+            nr, nf = prog.declared_before[i - 1]
+            r.visible_relations = {d.name for d in prog.relations[:nr]}
+            r.visible_functions = {f.name for f in prog.functions[:nf]}
         try:
             r.number_targets(stmt)
             r.statement_relations = []

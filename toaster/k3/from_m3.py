@@ -193,6 +193,14 @@ class _Lowering:
                                 Lambda((acc,) + fields, arith("+", acc, v)), cast_to(ZERO, vt), coll)
 
     def lift(self, x: c.Var, q, bound: set):
+        if isinstance(q, c.Value):
+            # a lifted scalar term (any type): bind or check it directly, nothing to sum
+            t = self.term(q.term, bound)
+            if x in bound:
+                v = self.fresh("v", INT)
+                return Filter(Lambda((v,), compare("=", t, _kvar(x))), Singleton(Tuple((ONE,)))), ()
+            value = cast_to(t, x.type) if x.type in (INT, FLOAT) and type_of(t) != x.type else t
+            return Singleton(Tuple((value, ONE))), (x,)
         coll, qouts = self.coll(q, bound)
         kx = _kvar(x)
         if qouts:
