@@ -251,7 +251,10 @@ class Translator:
         base = mk_prod(self.body(sel) + glifts)
         factors = []
         if gvars:
-            factors.append(Lift(self.fresh("grp", INT), AggSum(tuple(gvars), base)))
+            # each group once; the test matters once the group variables are bound from
+            # outside (a join on them), where the lift would otherwise bind 0 for no group
+            grp = self.fresh("grp", INT)
+            factors += [Lift(grp, AggSum(tuple(gvars), base)), Cmp("!=", grp, Const(0, INT))]
         aggs: dict = dict(by_expr)
         for call in _agg_calls([t.expr for t in sel.targets] + [sel.having]):
             if call in aggs:
@@ -273,7 +276,8 @@ class Translator:
             case "COUNT" if call.distinct:
                 outs, lifts = self.target_vars(list(call.args), None)
                 inner = AggSum(tuple(outs), mk_prod([base] + lifts))
-                return AggSum((), Lift(self.fresh("d", INT), inner))
+                d = self.fresh("d", INT)
+                return AggSum((), mk_prod([Lift(d, inner), Cmp("!=", d, Const(0, INT))]))
             case "COUNT":
                 return AggSum((), base)
             case "AVG":
@@ -319,7 +323,7 @@ class Translator:
             return common, _distinct(common, AggSum(common, mk_sum([left, right])), self)
         c1, c2 = self.fresh("l", INT), self.fresh("r", INT)
         test = Cmp("!=" if q.op == "INTERSECT" else "=", c2, Const(0, INT))
-        return common, AggSum(common, mk_prod([Lift(c1, AggSum(common, left)),
+        return common, AggSum(common, mk_prod([Lift(c1, AggSum(common, left)), Cmp("!=", c1, Const(0, INT)),
                                                 Lift(c2, AggSum(common, right)), test]))
 
 
@@ -381,8 +385,9 @@ def _mutually_exclusive(conds) -> bool:
 
 
 def _distinct(outs, expr, tr: Translator):
-    """Each row of expr once."""
-    return AggSum(tuple(outs), Lift(tr.fresh("dist", INT), expr))
+    """Each row of expr once (the test keeps rows out when the outputs are bound outside)."""
+    d = tr.fresh("dist", INT)
+    return AggSum(tuple(outs), mk_prod([Lift(d, expr), Cmp("!=", d, Const(0, INT))]))
 
 
 def _rename_outputs(expr, outs, want):
