@@ -128,12 +128,6 @@ def test_bad_op_and_batch_rejected_whole(tmp_path):
         read_source(d)                     # default: one batch, nothing is produced
 
 
-def test_orderbook_is_a_later_issue():
-    d = RelationDecl("B", COLS, "stream", Source("x.csv", "orderbook", (("book", "bids"),)))
-    with pytest.raises(UnsupportedError, match="orderbook"):
-        read_source(d)
-
-
 def _batch(tag, n=1):
     return Batch.from_rows(tag, (INT,), [(i,) for i in range(n)])
 
