@@ -31,7 +31,7 @@ def test_strategies_materialize_differently():
     sql = (SKELETON / "rst_sum.sql").read_text()
     counts = {s: len(compile_sql(sql, strategy=s).m3.maps) for s in ("hoivm", "ivm", "rep", "naive")}
     # rep keeps the query and one map per base relation; ivm adds nothing beyond those;
-    # hoivm materializes higher-order deltas; naive does not decompose or share them
+    # hoivm materializes higher-order deltas; naive does not decompose them into components
     assert counts["rep"] == 1 + 3
     assert counts["ivm"] == 1 + 3
     assert counts["hoivm"] > counts["ivm"]

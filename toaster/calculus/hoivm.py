@@ -53,7 +53,7 @@ class HOIVMCompiler:
       ivm    classic first-order IVM: the query's deltas are evaluated over maps of the base
              relations (same as --depth 1)
       rep    re-evaluation: every query map is recomputed from base-relation maps on each update
-      naive  the viewlet transform without decomposition or sharing of views
+      naive  the viewlet transform without query decomposition (identical views are still shared)
     `depth` is how many levels of views are materialized (1: the query only, its deltas read
     base-relation maps, as in first-order IVM; 0: re-evaluation); deeper deltas read base maps.
     """
@@ -123,10 +123,7 @@ class HOIVMCompiler:
         """e with every relation atom replaced by a reference to a map holding the relation."""
         match e:
             case Rel(n, vs):
-                decl = self.relations[n]
-                keys = tuple(Var(f"{n}_{c.name}", c.type) for c in decl.columns)
-                name, order = self._register(AggSum(keys, Rel(n, keys)), keys, _BASE_PARENT)
-                return MapRef(name, tuple(vs[i] for i in order), INT)
+                return MapRef(self._base_map(n), vs, INT)
             case Sum(ts):
                 return Sum(tuple(self._over_base_maps(t) for t in ts))
             case Prod(fs):
@@ -138,6 +135,19 @@ class HOIVMCompiler:
             case Extremum(kind, gs, t, q):
                 return Extremum(kind, gs, t, self._over_base_maps(q))
         return e
+
+    def _base_map(self, rel: str) -> str:
+        """BASE_<rel>[columns] holds relation rel (its own map: a query map with the same
+        definition may be the one being re-evaluated from it)."""
+        name = f"BASE_{rel}"
+        if name not in self.maps:
+            decl = self.relations[rel]
+            keys = tuple(Var(f"{rel}_{c.name}", c.type) for c in decl.columns)
+            self.maps[name] = MapDecl(name, keys, INT, AggSum(keys, Rel(rel, keys)), "aux")
+            self.root[name] = name
+            self.depth_of[name] = 0
+            self.pending.append(self.maps[name])
+        return name
 
     # -------------------------------------------------------------- statement
     def _statement(self, m: MapDecl, ev: Event, mono: Monomial, bound: set):
@@ -247,7 +257,7 @@ class HOIVMCompiler:
         order) and, for each of its key positions, the index of the matching entry of keys."""
         body_text, key_names = canonical_body(definition, keys)
         canon = canonical(definition, keys)
-        share = self.strategy != "naive" or parent is _BASE_PARENT
+        share = True  # identical views are shared under every strategy (naive included)
         hit = self.by_body.get((body_text, frozenset(key_names))) if share else None
         if hit is not None:
             name, their_keys = hit

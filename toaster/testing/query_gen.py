@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from toaster.schema import Column, RelationDecl
+from toaster.testing.generator import random_stream
 from toaster.testing.strategies import update_streams
 from toaster.types import INT
 
@@ -34,10 +35,18 @@ COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 SMALL_DOMAIN = {INT: (0, 1, 2, 3, 4)}
 
 
-def rst_streams(*, deletes: bool = True, max_batches: int = 6, max_batch: int = 4) -> st.SearchStrategy:
-    """Insert(+delete) streams over R, S, T from a small int domain (so joins and filters hit)."""
-    return update_streams(RST_RELATIONS, deletes=deletes, max_batches=max_batches, max_batch=max_batch,
-                          domains=SMALL_DOMAIN)
+def rst_streams(*, deletes: bool = True, max_batches: int = 6, max_batch: int = 5) -> st.SearchStrategy:
+    """Insert(+delete) streams over R, S, T from a small int domain (so joins and filters hit).
+
+    Half of the draws are hypothesis-built streams (they shrink well, but hypothesis keeps them
+    short), half are seeded random_stream()s of max_batches batches, which fill every relation
+    so that joins and nested subqueries see data."""
+    drawn = update_streams(RST_RELATIONS, deletes=deletes, max_batches=max_batches, max_batch=max_batch,
+                           domains=SMALL_DOMAIN)
+    seeded = st.integers(0, 2 ** 20).map(
+        lambda seed: random_stream(RST_RELATIONS, seed=seed, deletes=deletes, n_batches=max_batches,
+                                   max_batch=max_batch, domains=SMALL_DOMAIN))
+    return st.one_of(drawn, seeded)
 
 
 @dataclass
@@ -160,7 +169,10 @@ class _Gen:
         conds = joins + ([sub.condition(inner, 1)] if sub.flip(6) else [])
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
         agg = sub.choice(("SUM", "COUNT", "MIN", "MAX"))
+        # the argument reads inner columns only: SQL makes SUM(outer.col) an aggregate of the outer query
+        sub.outer, correlated = [], sub.outer
         arg = "*" if agg == "COUNT" else sub.int_expr(inner, 1)
+        sub.outer = correlated
         self.next_id, self.budget = sub.next_id, sub.budget
         return f"(SELECT {agg}({arg}) FROM {text}{where})"
 
