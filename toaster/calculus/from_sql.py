@@ -286,7 +286,7 @@ class Translator:
                 return AggSum((), mk_prod([
                     Lift(s, AggSum((), mk_prod([base, self.value(call.args[0])]))),
                     Lift(n, AggSum((), base)),
-                    Value(Arith("/", (s, n), FLOAT))]))
+                    Value(Arith("/", (s, Func("listmax", (Const(1, INT), n), INT)), FLOAT))]))
             case "MIN" | "MAX":
                 pre, t = self.term(call.args[0])
                 return Extremum(call.func.lower(), (), t, mk_prod([base] + pre))

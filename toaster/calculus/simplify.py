@@ -186,8 +186,10 @@ def normalize(factors, keep: frozenset | set) -> Monomial | None:
             s = _unifier(f, fs, keep)
             if s is None:
                 continue
-            rest = fs[:i] + fs[i + 1:]
-            fs = [subst(g, s) for g in rest]
+            rest = [subst(g, s) for g in fs[:i] + fs[i + 1:]]
+            if any(isinstance(g, Lift) and g.var in all_vars(g.expr) for g in rest):
+                continue  # x := Q(x) would read the variable it defines
+            fs = rest
             # a lift of a variable that is now bound elsewhere is an equality test
             changed = True
             break

@@ -117,7 +117,9 @@ class _TopLevel:
             case "AVG":
                 s = self.add_map(f"{name}_SUM", keys, mk_prod([base, tr.value(call.args[0])]))
                 n = self.add_map(f"{name}_COUNT", keys, base)
-                return Arith("/", (MapValue(s.name, s.type), MapValue(n.name, INT)), FLOAT)
+                # over no rows AVG is 0 (DIALECT.md §5), not 0/0
+                count = Func("listmax", (Const(1, INT), MapValue(n.name, INT)), INT)
+                return Arith("/", (MapValue(s.name, s.type), count), FLOAT)
             case "MIN" | "MAX":
                 pre, t = tr.term(call.args[0])
                 if isinstance(t, Var) and not pre and t not in keys:
