@@ -20,7 +20,7 @@ import networkx as nx
 
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
-                                 Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations,
+                                 Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema,
                                  term_vars, ONE)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
@@ -82,16 +82,21 @@ class HOIVMCompiler:
 
     def _compile_map(self, m: MapDecl) -> None:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
-        if has_nested_aggregate(body):
-            self.notes.append(f"{m.name}: nested aggregate -> re-evaluated from base-relation maps")
-            self._reevaluate(m, body)
-            return
         if m.role == "query" and (self.strategy == "rep" or self.depth_limit == 0):
             self.notes.append(f"{m.name}: strategy {self.strategy} -> re-evaluated from base-relation maps")
-            self._reevaluate(m, body)
+            self._reevaluate(m, body, relations(body))
             return
+        # updates to a relation read inside a nested aggregate change (x := Q), whose delta is
+        # not simpler than the query: those events re-evaluate the map; updates to relations
+        # read only outside nested aggregates leave them unchanged and are handled by deltas
+        # (the nested aggregates are then read from decorrelated maps)
+        inner = nested_relations(body)
+        if inner:
+            self.notes.append(f"{m.name}: nested aggregate over {', '.join(sorted(inner))} -> "
+                              "re-evaluated on their updates, incremental on the others")
+            self._reevaluate(m, body, inner)
         for rel in self.relation_order:
-            if rel not in relations(body):
+            if rel not in relations(body) or rel in inner:
                 continue
             for ev in events_for(self.relations[rel], self.mode):
                 d = delta(body, ev)
@@ -103,7 +108,7 @@ class HOIVMCompiler:
                     if stmt is not None:
                         self.statements.setdefault(ev, []).append(stmt)
 
-    def _reevaluate(self, m: MapDecl, body) -> None:
+    def _reevaluate(self, m: MapDecl, body, on: set) -> None:
         """Nested aggregates: the delta of (x := Q) is not simpler than the query (VLDBJ'14
         §5.1), so this map is re-evaluated after every update, over materialized maps
         (materialize.py; the PSP plan of §6.2). The `rep` strategy re-evaluates from maps of
@@ -114,7 +119,7 @@ class HOIVMCompiler:
             from toaster.calculus.materialize import reevaluation_rhs
             rhs = reevaluation_rhs(self, m, body, m.keys)
         for rel in self.relation_order:
-            if rel not in relations(body):
+            if rel not in on:
                 continue
             for ev in events_for(self.relations[rel], self.mode):
                 self.statements.setdefault(ev, []).append(Statement(m.name, tuple(m.keys), ":=", rhs))
@@ -181,9 +186,6 @@ class HOIVMCompiler:
         return Statement(m.name, tuple(keys), "+=", rhs)
 
     def _decompose(self, m: MapDecl, factors, keys, bound) -> list:
-        for f in factors:
-            if isinstance(f, (AggSum, Lift)) and relations(f):
-                raise UnsupportedError("nested aggregates (subqueries) in the HO-IVM compiler")
         deltas = [f for f in factors if isinstance(f, DeltaRel)]
         rels = [f for f in factors if isinstance(f, Rel)]
         others = [f for f in factors if not isinstance(f, (DeltaRel, Rel))]
@@ -210,7 +212,7 @@ class HOIVMCompiler:
             # the condition outside and the component's variable as a map key instead)
             homes = [i for i, cv in enumerate(comp_vars)
                      if fv and fv <= cv and (all_vars(f) & known) <= comp_atom_vars[i]]
-            if len(homes) == 1 and not isinstance(f, Lift):
+            if len(homes) == 1 and not isinstance(f, Lift) and not relations(f):
                 assigned[homes[0]].append(f)
             else:
                 outside.append(f)
@@ -227,6 +229,18 @@ class HOIVMCompiler:
                 refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
         early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known]
         rest = [f for f in outside if f not in early_lifts]
+        if any(relations(f) for f in rest):
+            # nested aggregates read decorrelated maps; the variables bound before them (the
+            # trigger's, the components') are their correlation
+            from toaster.calculus.materialize import materialize_nested
+            seen = set(known) | set().union(*comp_vars) if comp_vars else set(known)
+            out = []
+            for f in rest:
+                if relations(f):
+                    f = materialize_nested(self, m, f, frozenset(seen))
+                seen |= schema(f, seen)[1]
+                out.append(f)
+            rest = out
         return deltas + early_lifts + refs + rest
 
     def _materialize_component(self, m, factors, comp_vars, known, needed, keys) -> MapRef:
@@ -293,6 +307,21 @@ class HOIVMCompiler:
 
 
 _BASE_PARENT = MapDecl("BASE", (), INT, None, "aux")
+
+
+def nested_relations(e) -> set:
+    """Relations read inside a lift or extremum (a nested aggregate) of e."""
+    match e:
+        case Lift(_, q) | Extremum(_, _, _, q):
+            return relations(q)
+        case Sum(ts) | Prod(ts):
+            out = set()
+            for t in ts:
+                out |= nested_relations(t)
+            return out
+        case AggSum(_, q):
+            return nested_relations(q)
+    return set()
 
 
 def has_nested_aggregate(e) -> bool:

@@ -68,6 +68,11 @@ def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> lis
     return refs + outside
 
 
+def materialize_nested(compiler, m, f, outer: frozenset):
+    """A nested aggregate factor of a trigger statement over decorrelated maps."""
+    return _nested(compiler, m, f, outer)
+
+
 def _nested(compiler, m, f, outer: frozenset):
     """A nested aggregate with its relations replaced by maps; variables bound outside it
     (correlation) stay free in it and become keys of the maps that use them."""
