@@ -101,8 +101,15 @@ class Translator:
     def value(self, e, aggs=None):
         """e as a calculus factor; a product is split into one factor per operand so that
         decomposition can place each factor with the relation it reads."""
-        if isinstance(e, A.BinaryOp) and e.op == "*" and (aggs is None or e not in aggs):
-            return mk_prod([self.value(e.left, aggs), self.value(e.right, aggs)])
+        if isinstance(e, A.BinaryOp) and (aggs is None or e not in aggs):
+            # polynomial expansion of values (VLDBJ'14 §6.2): a sum of values is a sum of
+            # factors, so each part can be materialized with the relation it reads
+            if e.op == "*":
+                return mk_prod([self.value(e.left, aggs), self.value(e.right, aggs)])
+            if e.op == "+":
+                return mk_sum([self.value(e.left, aggs), self.value(e.right, aggs)])
+            if e.op == "-":
+                return mk_sum([self.value(e.left, aggs), neg(self.value(e.right, aggs))])
         if isinstance(e, A.Literal) and e.value == 1 and e.type == INT:
             return ONE
         pre, t = self.term(e, aggs)
