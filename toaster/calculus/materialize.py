@@ -40,6 +40,7 @@ def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> lis
             f = _nested(compiler, m, f, frozenset(seen))
         seen |= schema(f, seen)[1]
         others.append(f)
+    from toaster.calculus.hoivm import _components
     comps = _components(rels, bound)
     comp_vars = [set().union(*(set(r.vars) for r in c)) - bound for c in comps]
     assigned = [[] for _ in comps]
@@ -115,15 +116,3 @@ def _ordered(factors) -> list:
             if v not in out:
                 out.append(v)
     return out
-
-
-def _components(rels, bound) -> list:
-    import networkx as nx
-    g = nx.Graph()
-    for i, r in enumerate(rels):
-        g.add_node(i)
-        for j in range(i):
-            if (set(r.vars) & set(rels[j].vars)) - bound:
-                g.add_edge(i, j)
-    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
-    return [[rels[i] for i in c] for c in comps]
