@@ -17,9 +17,9 @@ from toaster.runtime.batch import Batch
 from toaster.testing import Oracle, check_compilation
 from toaster.testing.query_gen import DECLARATIONS, RST_RELATIONS, queries, rst_streams, select_queries
 
-# a few hundred examples in a full run; >= 100 under CI=true (the 'ci' profile's default is lower)
+# a few hundred examples in every run (issue 3: "a test run tries at least a few hundred")
 CI = os.environ.get("CI", "").lower() == "true"
-EXAMPLES = 150 if CI else 400
+EXAMPLES = 300 if CI else 400
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
