@@ -29,13 +29,13 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="small preset: SF 0.01 TPC-H and a 20,000-event order book, 5 queries, "
-                         "interp/llvm (+calc on single-relation queries), batch sizes 1,100,1000, 30,000 events and 2 s per run; "
+                         "interp/llvm with strategies hoivm, ivm, rep (+calc on single-relation queries), batch sizes "
+                         "1,100,1000, 30,000 events and 2 s per run; "
                          "other flags given explicitly override it")
     ap.add_argument("--queries", type=_list, help=f"comma-separated (available: {', '.join(available_queries())}) "
                     "or paths to .sql files with a '-- dataset:' header; 'all' for every query")
     ap.add_argument("--backends", type=_list, help="comma-separated: interp, llvm, calc, imp, spark (default interp,llvm)")
-    ap.add_argument("--strategies", type=_list, help="maintenance strategies (default hoivm; others once the "
-                    "compiler offers them)")
+    ap.add_argument("--strategies", type=_list, help="maintenance strategies: hoivm, ivm, rep, naive (default hoivm)")
     ap.add_argument("--batch-sizes", type=_ints, help="comma-separated (default 1,100,1000); 1 = single-tuple triggers")
     ap.add_argument("--mode", choices=["auto", "tuple", "batch"], default=None,
                     help="trigger mode (auto: tuple for batch size 1, else batch; spark is always batch)")
@@ -63,6 +63,7 @@ def config_from_args(args) -> BenchConfig:
     if args.quick:
         cfg.queries = list(QUICK_QUERIES)
         cfg.backends = ["interp", "llvm", "calc"]
+        cfg.strategies = ["hoivm", "ivm", "rep"]
         cfg.batch_sizes = [1, 100, 1000]
         cfg.scale = 0.01
         cfg.finance_events = 20_000
