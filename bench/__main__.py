@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="small preset: SF 0.01 TPC-H and a 20,000-event order book, 5 queries, "
-                         "interp/llvm with strategies hoivm, ivm, rep (+calc on single-relation queries), batch sizes "
+                         "interp/llvm/spark with strategies hoivm, ivm, rep (+calc on single-relation queries), batch sizes "
                          "1,100,1000, 30,000 events and 2 s per run; "
                          "other flags given explicitly override it")
     ap.add_argument("--queries", type=_list, help=f"comma-separated (available: {', '.join(available_queries())}) "
@@ -62,7 +62,8 @@ def config_from_args(args) -> BenchConfig:
     cfg = BenchConfig()
     if args.quick:
         cfg.queries = list(QUICK_QUERIES)
-        cfg.backends = ["interp", "llvm", "calc"]
+        # every backend, spark included (its runs are cut at the time limit like the others)
+        cfg.backends = ["interp", "llvm", "calc", "spark"]
         cfg.strategies = ["hoivm", "ivm", "rep"]
         cfg.batch_sizes = [1, 100, 1000]
         cfg.scale = 0.01
