@@ -15,14 +15,7 @@ from toaster.pipeline import compile_sql, print_stage
 from toaster.runtime.batch import Batch
 from toaster.testing import Oracle, compare_results, random_stream
 
-GROUP_SUM = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
-SELECT B, SUM(A) FROM R WHERE A > 2 GROUP BY B;"""
-JOIN3 = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
-CREATE STREAM S(B int, C int) FROM FILE 's.csv' LINE DELIMITED csv;
-CREATE STREAM T(C int, D int) FROM FILE 't.csv' LINE DELIMITED csv;
-SELECT SUM(R.A * T.D) FROM R, S, T WHERE R.B = S.B AND S.C = T.C;"""
-SELF_JOIN = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
-SELECT COUNT(*) FROM R r1, R r2 WHERE r1.B = r2.B;"""
+from test_dist import GROUP_SUM, JOIN3, SELF_JOIN  # the same three queries as the dist-stage tests
 
 
 def _run(sql, spark, *, n_batches, seed, **engine_kw):
