@@ -7,13 +7,17 @@ delta(Q, event) is an expression equal to Q(D + ΔD) - Q(D) for the event's upda
 from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Cmp, Const, Extremum, relations, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, ZERO,
-                                 is_zero, mk_prod, mk_sum, neg)
+                                 is_zero, mk_prod, mk_sum, neg, all_vars, schema)
 from toaster.calculus.m3 import Event
+from toaster.calculus.nested_delta import NotRangeRestricted, revised_lift_delta
 from toaster.errors import UnsupportedError
 from toaster.types import INT
 
 
-def delta(e, event: Event):
+def delta(e, event: Event, revised: bool = False, bound=frozenset()):
+    """`revised` applies the range-restricted rule to nested aggregates (nested_delta.py); it
+    raises NotRangeRestricted where none exists. `bound`: the variables bound before e is
+    evaluated (sideways binding), i.e. a nested aggregate's correlation variables."""
     match e:
         case Rel(n, vs):
             if n != event.relation:
@@ -26,32 +30,37 @@ def delta(e, event: Event):
         case DeltaRel() | MapRef() | Value() | Cmp():
             return ZERO
         case Sum(ts):
-            return mk_sum([delta(t, event) for t in ts])
+            return mk_sum([delta(t, event, revised, bound) for t in ts])
         case Prod(fs):
-            return _delta_prod(list(fs), event)
+            return _delta_prod(list(fs), event, revised, frozenset(bound))
         case AggSum(gs, q):
-            d = delta(q, event)
+            d = delta(q, event, revised, bound)
             return ZERO if is_zero(d) else AggSum(gs, d)
         case Extremum(kind, _, _, q):
             if event.relation not in relations(q):
                 return ZERO
+            if revised:
+                raise NotRangeRestricted(f"nested {kind.upper()} has no delta rule")
             raise UnsupportedError(f"incremental maintenance of a nested {kind.upper()} (the calculus "
                                    "evaluator, --backend calc, runs it)")
         case Lift(x, q):
-            d = delta(q, event)
+            d = delta(q, event, revised, bound)
             if is_zero(d):
                 return ZERO
+            if revised and relations(q):
+                restricted = revised_lift_delta(x, q, d, event, all_vars(q) & set(bound))
+                return ZERO if restricted is None else restricted
             return mk_sum([Lift(x, mk_sum([q, d])), neg(Lift(x, q))])
     raise TypeError(f"not a calculus expression: {e!r}")
 
 
-def _delta_prod(fs: list, event: Event):
+def _delta_prod(fs: list, event: Event, revised: bool, bound: frozenset):
     """Δ(A*B) = ΔA*B + A*ΔB + ΔA*ΔB, applied to the head and the rest of the product."""
     if len(fs) == 1:
-        return delta(fs[0], event)
+        return delta(fs[0], event, revised, bound)
     head, rest = fs[0], fs[1:]
-    dh = delta(head, event)
-    dr = _delta_prod(rest, event)
+    dh = delta(head, event, revised, bound)
+    dr = _delta_prod(rest, event, revised, bound | schema(head, bound)[1])
     rest_e = mk_prod(rest)
     terms = []
     if not is_zero(dh):

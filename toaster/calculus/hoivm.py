@@ -23,6 +23,7 @@ from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, M
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema,
                                  term_vars, ONE)
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
@@ -86,27 +87,42 @@ class HOIVMCompiler:
             self.notes.append(f"{m.name}: strategy {self.strategy} -> re-evaluated from base-relation maps")
             self._reevaluate(m, body, relations(body))
             return
-        # updates to a relation read inside a nested aggregate change (x := Q), whose delta is
-        # not simpler than the query: those events re-evaluate the map; updates to relations
-        # read only outside nested aggregates leave them unchanged and are handled by deltas
-        # (the nested aggregates are then read from decorrelated maps)
+        # updates to a relation read inside a nested aggregate change (x := Q). Where the update
+        # binds an equality-correlation variable of every such aggregate, the revised delta rule
+        # restricts the delta to the bindings it names (nested_delta.py): incremental. Otherwise
+        # (uncorrelated, inequality-correlated, nested MIN/MAX) the delta is not simpler than the
+        # query, and those events re-evaluate the map over decorrelated maps.
         inner = nested_relations(body)
-        if inner:
-            self.notes.append(f"{m.name}: nested aggregate over {', '.join(sorted(inner))} -> "
-                              "re-evaluated on their updates, incremental on the others")
-            self._reevaluate(m, body, inner)
+        deltas, reeval = {}, set()
         for rel in self.relation_order:
-            if rel not in relations(body) or rel in inner:
+            if rel not in relations(body):
                 continue
             for ev in events_for(self.relations[rel], self.mode):
-                d = delta(body, ev)
-                if is_zero(d):
+                if rel in inner and self.strategy == "naive":
+                    reeval.add(rel)   # naive: no range restrictions extracted (VLDBJ'14 §8)
                     continue
-                bound = set(ev.args)
-                for mono in simplify_monomials(d, set(m.keys) | bound):
-                    stmt = self._statement(m, ev, mono, bound)
-                    if stmt is not None:
-                        self.statements.setdefault(ev, []).append(stmt)
+                try:
+                    deltas[ev] = delta(body, ev, revised=True)
+                except NotRangeRestricted:
+                    reeval.add(rel)
+        if inner:
+            incremental = sorted(inner - reeval)
+            self.notes.append(
+                f"{m.name}: nested aggregate over {', '.join(sorted(inner))} -> "
+                + (f"re-evaluated on updates to {', '.join(sorted(reeval))}" if reeval else "")
+                + ("; " if reeval and incremental else "")
+                + (f"incremental on updates to {', '.join(incremental)} (equality-correlated, "
+                   "range-restricted delta)" if incremental else ""))
+        if reeval:
+            self._reevaluate(m, body, reeval)
+        for ev, d in deltas.items():
+            if ev.relation in reeval or is_zero(d):
+                continue
+            bound = set(ev.args)
+            for mono in simplify_monomials(d, set(m.keys) | bound):
+                stmt = self._statement(m, ev, mono, bound)
+                if stmt is not None:
+                    self.statements.setdefault(ev, []).append(stmt)
 
     def _reevaluate(self, m: MapDecl, body, on: set) -> None:
         """Nested aggregates: the delta of (x := Q) is not simpler than the query (VLDBJ'14
@@ -186,13 +202,15 @@ class HOIVMCompiler:
         return Statement(m.name, tuple(keys), "+=", rhs)
 
     def _decompose(self, m: MapDecl, factors, keys, bound) -> list:
-        deltas = [f for f in factors if isinstance(f, DeltaRel)]
+        # delta atoms and batch domains (nested_delta.py) run first: they bind the variables
+        # every map lookup after them is restricted to
+        deltas = [f for f in factors if isinstance(f, DeltaRel) or is_domain(f)]
         rels = [f for f in factors if isinstance(f, Rel)]
-        others = [f for f in factors if not isinstance(f, (DeltaRel, Rel))]
+        others = [f for f in factors if not isinstance(f, (DeltaRel, Rel)) and f not in deltas]
         # variables whose values are known before any map is read
         known = set(bound)
         for d in deltas:
-            known |= set(d.vars)
+            known |= schema(d, known)[1]
         grew = True
         while grew:
             grew = False
@@ -205,7 +223,18 @@ class HOIVMCompiler:
         assigned = [[] for _ in comps]
         outside = []
         comp_atom_vars = [set().union(*(set(r.vars) for r in c)) for c in comps]
+        # a nested aggregate correlated only with one component, on equalities, is materialized
+        # with it (VLDBJ'14 §6.1: Q18a's Q_C): the map keeps it incrementally on its own
+        placed = set()
         for f in others:
+            home = self._nested_home(f, others, comp_vars, known, keys)
+            if home is not None:
+                assigned[home].append(f)
+                comp_vars[home].add(f.var)
+                placed.add(id(f))
+        for f in others:
+            if id(f) in placed:
+                continue
             fv = all_vars(f) - known
             # a condition may move into a component only if every bound variable it uses is
             # also an atom argument there (else the map would need an input variable: keep
@@ -242,6 +271,30 @@ class HOIVMCompiler:
                 out.append(f)
             rest = out
         return deltas + early_lifts + refs + rest
+
+    def _nested_home(self, f, others, comp_vars, known, keys) -> int | None:
+        """The component a nested aggregate factor f moves into, or None: f's correlation
+        variables all belong to one component (none is bound by the trigger) and every update
+        to the relations it reads binds one of them through an equality."""
+        if self.strategy == "naive" or not isinstance(f, Lift) or not relations(f.expr):
+            return None
+        around = set(keys) | set(known) | set().union(*comp_vars)
+        for g in others:
+            if g is not f:
+                around |= all_vars(g)
+        corr = all_vars(f.expr) & around
+        if not corr or corr & known:
+            return None
+        homes = [i for i, cv in enumerate(comp_vars) if corr <= cv]
+        if len(homes) != 1:
+            return None
+        for rel in relations(f.expr):
+            for ev in events_for(self.relations[rel], self.mode):
+                try:
+                    delta(f, ev, revised=True, bound=frozenset(corr))
+                except NotRangeRestricted:
+                    return None
+        return homes[0]
 
     def _materialize_component(self, m, factors, comp_vars, known, needed, keys) -> MapRef:
         in_vars = _ordered_vars(factors, lambda v: v in known)

@@ -10,7 +10,7 @@ the re-evaluation only scans small aggregated maps.
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, expr_type,
+from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, expr_type, schema,
                                  mk_prod, mk_sum, relations, Const)
 from toaster.calculus.simplify import simplify_monomials, subst
 from toaster.types import FLOAT, INT
@@ -94,10 +94,16 @@ def _nested_expr(compiler, m, q, outer: frozenset, extra_needed=frozenset()):
     used = all_vars(body)
     bound = frozenset(v for v in outer if v in used and v not in gs)
     terms = []
+    keep = set(gs) | set(extra_needed)
     for mono in simplify_monomials(body, set(gs) | set(bound) | set(extra_needed)):
-        fs = _materialize(compiler, m, list(mono.factors), set(gs) | set(extra_needed), bound)
+        fs = _materialize(compiler, m, list(mono.factors), keep, bound)
         coef = [] if mono.coef == 1 else [Value(Const(mono.coef, FLOAT if isinstance(mono.coef, float) else INT))]
-        terms.append(mk_prod(coef + fs))
+        term = mk_prod(coef + fs)
+        if schema(term, bound)[1] - keep:
+            # a term still binding its own variables (a delta relation's columns) is summed
+            # over them, so that every term of the sum binds the same variables
+            term = AggSum(tuple(v for v in gs if v not in bound) + tuple(v for v in extra_needed if v not in gs), term)
+        terms.append(term)
     return AggSum(tuple(gs), mk_sum(terms)) if isinstance(q, AggSum) else mk_sum(terms)
 
 
