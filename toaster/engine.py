@@ -197,6 +197,13 @@ class TriggerEngine(Engine):
         self.program = program
         self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
 
+    def _start(self) -> None:
+        """Run the ON SYSTEM READY trigger (initial map values); subclasses call it once their
+        maps exist."""
+        trig = self.triggers.get(("ready", ""))
+        if trig is not None:
+            self._run_tuple(trig, ())
+
     def _apply(self, batch: Batch) -> None:
         rel = batch.relation.upper()
         if self.program.mode == "batch":

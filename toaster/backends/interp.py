@@ -12,6 +12,7 @@ class InterpEngine(TriggerEngine):
     def __init__(self, program: M3Program):
         super().__init__(program)
         self.db = Database(maps={m.name: {} for m in program.maps})
+        self._start()
 
     def _run_tuple(self, trigger, row: tuple) -> None:
         self._run(trigger, dict(zip(trigger.event.args, row)))

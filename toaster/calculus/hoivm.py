@@ -300,18 +300,7 @@ class HOIVMCompiler:
         in_vars = _ordered_vars(factors, lambda v: v in known)
         out_vars = [k for k in keys if k in comp_vars] + \
             [v for v in _ordered_vars(factors, lambda v: v in comp_vars and v in needed) if v not in keys]
-        # bound variables become key variables named after the column they fill
-        taken = set().union(*(all_vars(f) for f in factors))
-        renaming = {}
-        for v in in_vars:
-            name = self._column_name(factors, v) or v.name.upper()
-            cand, n = name, 2
-            while any(x.name == cand and x != v for x in taken):
-                cand = f"{name}_{n}"
-                n += 1
-            nv = Var(cand, v.type)
-            taken.add(nv)
-            renaming[v] = nv
+        renaming = self.key_renaming(factors, in_vars)
         body = mk_prod([subst(f, renaming) for f in factors])
         map_keys = tuple(renaming[v] for v in in_vars) + tuple(out_vars)
         definition = AggSum(map_keys, body)
@@ -349,6 +338,23 @@ class HOIVMCompiler:
         self.by_body[(body_text, frozenset(key_names))] = (name, key_names)
         self.pending.append(decl)
         return name, tuple(range(len(keys)))
+
+    def key_renaming(self, factors, in_vars) -> dict:
+        """Bound variables (trigger arguments, correlation variables) become key variables of
+        the map named after the column they fill, never a trigger argument's name (a map's
+        definition must not mention the variables of the triggers that maintain it)."""
+        taken = set().union(*(all_vars(f) for f in factors))
+        renaming = {}
+        for v in in_vars:
+            name = self._column_name(factors, v) or v.name.upper()
+            cand, n = name, 2
+            while any(x.name == cand and x != v for x in taken):
+                cand = f"{name}_{n}"
+                n += 1
+            nv = Var(cand, v.type)
+            taken.add(nv)
+            renaming[v] = nv
+        return renaming
 
     def _column_name(self, factors, v) -> str | None:
         """REL_COL of the first relation atom position where v occurs."""
@@ -518,6 +524,38 @@ def _maps_read(e) -> set:
     return set()
 
 
+def initial_value(m: MapDecl):
+    """`m[keys] := <its contents on the empty database>` when they are not empty (a constant
+    query; a nested aggregate compared with what it is on no rows, as in NOT EXISTS), else None.
+    Every later statement maintains the map from there."""
+    from toaster.calculus.evaluator import Database, evaluate
+    body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
+    if is_zero(body) or not _may_be_nonzero_on_empty(body):
+        return None
+    contents = evaluate(m.definition, Database(), {}, tuple(m.keys))
+    terms = []
+    for key, value in sorted(contents.items(), key=repr):
+        lifts = [Lift(k, Value(Const(v, k.type))) for k, v in zip(m.keys, key)]
+        terms.append(mk_prod(lifts + [Value(Const(value, m.type))]))
+    if not terms:
+        return None
+    return Statement(m.name, tuple(m.keys), ":=", AggSum(tuple(m.keys), mk_sum(terms)))
+
+
+def _may_be_nonzero_on_empty(e) -> bool:
+    """False when a relation atom outside nested aggregates makes e empty on no rows."""
+    match e:
+        case Rel():
+            return False
+        case Sum(ts):
+            return any(_may_be_nonzero_on_empty(t) for t in ts)
+        case Prod(fs):
+            return all(_may_be_nonzero_on_empty(f) for f in fs)
+        case AggSum(_, q):
+            return _may_be_nonzero_on_empty(q)
+    return True
+
+
 def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
                   depth: int | None = None) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
@@ -525,9 +563,7 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
     queue = deque()
     for m in calc_program.maps:
         if not relations(m.definition):
-            # no update ever changes it, and trigger programs have no initialization step yet
-            raise UnsupportedError(f"incremental maintenance of {m.name}, which reads no relation "
-                                   "(a constant result; --backend calc evaluates it)")
+            c.notes.append(f"{m.name}: reads no relation -> a constant, set once (ON SYSTEM READY)")
         keys = tuple(m.keys)
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
         monos = simplify_monomials(body, set(keys))
@@ -542,6 +578,9 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
         queue.extend(c.pending)
         c.pending.clear()
     triggers = []
+    ready = [s for s in (initial_value(m) for m in c.maps.values()) if s is not None]
+    if ready:
+        triggers.append(Trigger(Event("ready", "", ()), tuple(ready)))
     for rel in c.relation_order:
         for ev in events_for(c.relations[rel], mode):
             stmts = c.statements.get(ev)

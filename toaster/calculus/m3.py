@@ -5,6 +5,8 @@ A map is declared with its key variables, value type and defining calculus expre
   Event('insert', R, args) / Event('delete', R, args): a single tuple, args bound to its fields
   Event('batch', R, ()):   a batch of updates to R, readable in statements as DeltaRel(R, vars)
                            (values are multiplicities: +1 per insert, -1 per delete)
+  Event('ready', '', ()):  once, when the engine starts (ON SYSTEM READY): sets the initial
+                           values of maps that are not empty on the empty database
 Statements run in order. `target[keys] += rhs` evaluates rhs (whose free variables are the
 trigger args; keys not bound by args must be output variables of rhs) and adds each result
 value into target at the key; `:=` replaces the whole map by the result (keys not produced

@@ -60,10 +60,12 @@ def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> lis
         atom_vars = _atom_vars(comp)
         in_vars = [v for v in _ordered(comp) if v in bound]
         out_vars = [v for v in _ordered(comp + extra) if v in cv and v in need and v in atom_vars]
-        map_keys = tuple(in_vars + [v for v in out_vars if v not in in_vars])
-        definition = AggSum(map_keys, mk_prod(comp + extra))
+        args = tuple(in_vars + [v for v in out_vars if v not in in_vars])
+        renaming = compiler.key_renaming(comp + extra, in_vars)
+        map_keys = tuple(renaming.get(v, v) for v in args)
+        definition = AggSum(map_keys, subst(mk_prod(comp + extra), renaming))
         name, order = compiler._register(definition, map_keys, m)
-        refs.append(MapRef(name, tuple(map_keys[i] for i in order), compiler.maps[name].type))
+        refs.append(MapRef(name, tuple(args[i] for i in order), compiler.maps[name].type))
     # the remaining factors keep their order: a lift or nested aggregate may read variables
     # that an earlier one binds
     return refs + outside

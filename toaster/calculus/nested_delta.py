@@ -33,10 +33,12 @@ def revised_lift_delta(x, q, d, event, corr: set):
     """Δ(x := q) for the event, given d = Δq (not zero); `corr` are q's correlation variables
     (bound outside q)."""
     group = tuple(q.group) if isinstance(q, AggSum) else ()
-    corr = set(corr) - set(group) - {x}
+    corr = set(corr) - {x}   # a group variable bound outside is a correlation too
     if not corr:
         raise NotRangeRestricted(f"{x.name} := ... is not correlated with the outer query")
     body = d.expr if isinstance(d, AggSum) else d
+    while isinstance(body, AggSum) and set(group) <= set(body.group):
+        body = body.expr   # Sum_[g](Sum_[g2](Q)) = Sum_[g](Q) for g within g2
     monos = simplify_monomials(body, set(corr) | set(group) | set(event.args))
     if not monos:
         return None  # the delta is zero after simplification

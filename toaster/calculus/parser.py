@@ -44,6 +44,7 @@ DESC: "DESC"
 trigger: "ON" event "{" statement* "}"
 event: SIGN NAME "(" [tvar ("," tvar)*] ")"   -> tuple_event
      | "BATCH" NAME                             -> batch_event
+     | "SYSTEM" "READY"                         -> ready_event
 SIGN: "+" | "-"
 statement: NAME "[" [NAME ("," NAME)*] "]" ASSIGN_OP expr ";"
 ASSIGN_OP: "+=" | ":="
@@ -279,6 +280,9 @@ class _Build(Transformer):
 
     def batch_event(self, c):
         return Event("batch", str(c[0]), ())
+
+    def ready_event(self, c):
+        return Event("ready", "", ())
 
     def statement(self, c):
         names = [x for x in c[1:-2] if x is not None]

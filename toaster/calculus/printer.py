@@ -133,6 +133,8 @@ def _rterm(t) -> str:
 def print_event(ev) -> str:
     if ev.kind == "batch":
         return f"ON BATCH {ev.relation}"
+    if ev.kind == "ready":
+        return "ON SYSTEM READY"
     sign = "+" if ev.kind == "insert" else "-"
     return f"ON {sign} {ev.relation}({_typed_vars(ev.args)})"
 

@@ -248,7 +248,11 @@ def _simplify_nested(f, visible: set):
 
 def _simplified(q, keep: set):
     if isinstance(q, AggSum):
-        return AggSum(q.group, _simplified(q.expr, set(q.group) | keep))
+        inner = q.expr
+        # Sum_[g1](Sum_[g2](Q)) = Sum_[g1](Q) when g1 is within g2
+        while isinstance(inner, AggSum) and set(q.group) <= set(inner.group):
+            inner = inner.expr
+        return AggSum(q.group, _simplified(inner, set(q.group) | keep))
     return mk_sum([m.to_expr() for m in simplify_monomials(q, keep)])
 
 

@@ -73,6 +73,7 @@ class ImpEngine(TriggerEngine):
         super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
         self.interp = ImpInterpreter(self.maps)
+        self._start()
 
     def _run_tuple(self, trig, row: tuple) -> None:
         env = {p.name: a for p, a in zip(trig.params, row)}

@@ -258,7 +258,7 @@ class _Lowering:
                 if not any(m.name == delta_map_name(ev.relation) for m in maps):
                     rel = next(r for r in p.relations if r.name == ev.relation)
                     maps.append(K3Map(delta_map_name(ev.relation), rel.types, INT, "delta"))
-            elif ev.kind not in ("insert", "delete"):
+            elif ev.kind not in ("insert", "delete", "ready"):
                 raise UnsupportedError(f"trigger event {ev.kind!r}")
             bound = set(ev.args)
             body = tuple(s for st in trig.statements for s in self.statement(st, bound))

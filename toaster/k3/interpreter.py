@@ -173,6 +173,7 @@ class K3Engine(TriggerEngine):
         super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
         self.interp = K3Interpreter(self.maps)
+        self._start()
 
     def _run_tuple(self, trig, row: tuple) -> None:
         self._run(trig, {p.name: a for p, a in zip(trig.params, row)})

@@ -230,6 +230,9 @@ def m3_to_dist(prog: M3Program, options) -> DistProgram:
     maps = {m.name: m for m in dmaps}
     triggers = []
     for trig in prog.triggers:
+        if trig.event.kind == "ready":
+            raise UnsupportedError("initial map values (ON SYSTEM READY: a result that is not empty on the "
+                                   "empty database) on the spark backend")
         if trig.event.kind != "batch":
             raise UnsupportedError(f"{trig.event.kind} trigger in a batch-mode program")
         blocks = []
