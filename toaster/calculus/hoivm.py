@@ -256,7 +256,8 @@ class HOIVMCompiler:
                 refs.append(self._over_base_maps(mk_prod(comp + extra)))
             else:
                 refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
-        early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known]
+        early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known
+                       and not relations(f.expr)]
         rest = [f for f in outside if f not in early_lifts]
         if any(relations(f) for f in rest):
             # nested aggregates read decorrelated maps; the variables bound before them (the
@@ -532,7 +533,10 @@ def initial_value(m: MapDecl):
     body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
     if is_zero(body) or not _may_be_nonzero_on_empty(body):
         return None
-    contents = evaluate(m.definition, Database(), {}, tuple(m.keys))
+    try:
+        contents = evaluate(m.definition, Database(), {}, tuple(m.keys))
+    except RuntimeError as e:
+        raise UnsupportedError(f"the initial value of {m.name} ({e})") from None
     terms = []
     for key, value in sorted(contents.items(), key=repr):
         lifts = [Lift(k, Value(Const(v, k.type))) for k, v in zip(m.keys, key)]
@@ -550,7 +554,9 @@ def _may_be_nonzero_on_empty(e) -> bool:
         case Sum(ts):
             return any(_may_be_nonzero_on_empty(t) for t in ts)
         case Prod(fs):
-            return all(_may_be_nonzero_on_empty(f) for f in fs)
+            from toaster.calculus.simplify import lifts_empty_groups
+            # a map's keys are its outputs: nothing outside binds them
+            return all(_may_be_nonzero_on_empty(f) and not lifts_empty_groups(f, fs, ()) for f in fs)
         case AggSum(_, q):
             return _may_be_nonzero_on_empty(q)
     return True
@@ -581,6 +587,13 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
     ready = [s for s in (initial_value(m) for m in c.maps.values()) if s is not None]
     if ready:
         triggers.append(Trigger(Event("ready", "", ()), tuple(ready)))
+    for stmts in c.statements.values():
+        for s in stmts:
+            if relations(s.rhs):
+                # trigger programs read maps only: a base relation here is a compiler defect,
+                # refused rather than read as empty
+                raise RuntimeError(f"internal: a statement of {s.target} reads base relation(s) "
+                                   f"{', '.join(sorted(relations(s.rhs)))}")
     for rel in c.relation_order:
         for ev in events_for(c.relations[rel], mode):
             stmts = c.statements.get(ev)

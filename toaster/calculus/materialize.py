@@ -22,7 +22,10 @@ def reevaluation_rhs(compiler, m, body, keys) -> object:
     for mono in simplify_monomials(body, set(keys)):
         factors = _materialize(compiler, m, list(mono.factors), set(keys), frozenset())
         coef = [] if mono.coef == 1 else [Value(Const(mono.coef, FLOAT if isinstance(mono.coef, float) else INT))]
-        terms.append(mk_prod(coef + factors))
+        term = mk_prod(coef + factors)
+        if schema(term)[1] - set(keys):
+            term = AggSum(tuple(keys), term)   # every term of the sum binds the keys only
+        terms.append(term)
     return AggSum(tuple(keys), mk_sum(terms))
 
 

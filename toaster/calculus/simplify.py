@@ -206,7 +206,25 @@ def normalize(factors, keep: frozenset | set) -> Monomial | None:
                     changed = True
                     break
     fs = [_simplify_nested(f, set(keep) | _vars_outside(f, fs)) for f in fs]
+    if any(lifts_empty_groups(f, fs, keep) for f in fs):
+        return None
     return Monomial(coef, tuple(_order(fs)))
+
+
+def lifts_empty_groups(f, fs, keep) -> bool:
+    """Is f a lift over a grouped sum of zero whose group variables nothing else binds? It
+    iterates over the groups of an empty relation, so the monomial is zero (a FROM subquery
+    whose WHERE folded to false leaves such a lift)."""
+    if not (isinstance(f, Lift) and isinstance(f.expr, AggSum) and f.expr.group):
+        return False
+    body = f.expr.expr
+    if not (_const_number(body) == 0):
+        return False
+    bound_elsewhere = set(keep)
+    for g in fs:
+        if g is not f:
+            bound_elsewhere |= schema(g)[1]
+    return any(v not in bound_elsewhere for v in f.expr.group)
 
 
 def _binding_vars(e) -> set:

@@ -167,12 +167,56 @@ class _TriggerGen:
                 return convert(b, b.not_(self.typed(a, BOOL)), BOOL, t)
             case Cast(t, a):
                 return self.typed(a, t)
-            case Call(name, _args, _t):
-                raise UnsupportedError(f"function {name}() in the LLVM backend")
+            case Call(name, args, t):
+                return convert(b, *self.call(name, args), t)
             case MapGet(name, keys, t):
                 m = self.g.map(name)
                 return convert(b, m.get(b, self.keys(m, keys)), m.spec.value_type, t)
         raise ValueError(f"imp: not an expression: {e!r}")
+
+    def call(self, name: str, args) -> tuple:
+        """(value, its type) of a built-in function the native code can compute exactly as the
+        calculus evaluator does (toaster/calculus/functions.py); others are refused by name."""
+        b = self.b
+        numeric = all(a.type in (INT, DATE, FLOAT) for a in args)
+        if name in ("listmin", "listmax") and args and numeric:
+            wt = FLOAT if any(a.type == FLOAT for a in args) else INT
+            acc = self.typed(args[0], wt)
+            for a in args[1:]:
+                x = self.typed(a, wt)
+                op = "<" if name == "listmin" else ">"
+                better = b.fcmp_ordered(op, x, acc) if wt == FLOAT else b.icmp_signed(op, x, acc)
+                acc = b.select(better, x, acc)
+            return acc, wt
+        if name == "abs" and len(args) == 1 and numeric:
+            if args[0].type == FLOAT:
+                return b.call(self.intrinsic("llvm.fabs.f64"), [self.typed(args[0], FLOAT)]), FLOAT
+            x = self.typed(args[0], INT)
+            return b.select(b.icmp_signed("<", x, i64(0)), b.neg(x), x), INT
+        if name in ("floor", "ceil") and len(args) == 1 and numeric:
+            if args[0].type != FLOAT:
+                return self.typed(args[0], INT), INT
+            v = b.call(self.intrinsic(f"llvm.{name}.f64"), [self.typed(args[0], FLOAT)])
+            return b.fptosi(v, I64), INT          # math.floor/ceil return ints
+        if name == "cast_int" and len(args) == 1 and numeric:
+            return self.typed(args[0], INT), INT  # truncation toward zero, like int()
+        if name == "cast_float" and len(args) == 1 and numeric:
+            return self.typed(args[0], FLOAT), FLOAT
+        if name == "date_part" and len(args) == 2 and isinstance(args[0], Lit) and args[1].type in (INT, DATE):
+            part, d = str(args[0].value).lower(), self.typed(args[1], INT)
+            if part == "year":
+                return b.sdiv(d, i64(10000)), INT
+            if part == "month":
+                return b.srem(b.sdiv(d, i64(100)), i64(100)), INT
+            if part == "day":
+                return b.srem(d, i64(100)), INT
+        raise UnsupportedError(f"function {name}() in the LLVM backend")
+
+    def intrinsic(self, name: str):
+        fn = self.g.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.g.module, ir.FunctionType(F64, [F64]), name)
+        return fn
 
     def compare(self, op, l, r):
         b = self.b
