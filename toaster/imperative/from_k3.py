@@ -231,6 +231,8 @@ class _Lowering:
                 return self.coll(src, env, step)
             case k3.Flatten(src):
                 return self.coll(src, env, lambda inner, eenv: self.coll(inner, eenv, emit))
+            case k3.GroupByAggregate(g, fn, init, src) if _additive(fn, init) is None:
+                return self.fold_groups(g, fn, init, src, env, emit)
             case k3.GroupByAggregate(g, fn, init, src):
                 addend = _additive(fn, init)
                 key_types = type_of(g.body).elems
@@ -251,6 +253,39 @@ class _Lowering:
                 body = emit(k3.Tuple(tuple(_Imp(k) for k in kvars) + (_Imp(val),)), {})
                 return fill + [imp.ForEach(tmp, (None,) * len(kvars), kvars, val, tuple(body))]
         raise UnsupportedError(f"K3 {type(c).__name__} in collection position")
+
+    def fold_groups(self, g, fn, init, src, env, emit) -> list:
+        """A group-by with any fold (nested MIN/MAX): per element, acc = the group's value so
+        far (init for a new group, told by a count map), then FOLD[keys] = fn(acc, element);
+        the result is read per group of the count map (a fold may well be 0)."""
+        key_types = type_of(g.body).elems
+        vt = type_of(fn.body)
+        folded = self.temp_map("FOLD", key_types, vt)
+        seen = self.temp_map("SEEN", key_types, INT)
+
+        def step(elem, eenv):
+            pre, fs = self.fields(elem, eenv)
+            dg, envg = self.bind(g.params, fs, env)
+            sk, keys = self.fields(g.body, envg)
+            si, vi = self.scalar(init, env)
+            acc = self.fresh("acc", vt)
+            keys = tuple(keys)
+            so_far = [imp.Declare(acc, imp_cast(vi, vt)),
+                      imp.If(imp.BinOp("!=", imp.MapGet(seen, keys, INT), imp.Lit(0, INT), BOOL),
+                             (imp.Assign(acc, imp.MapGet(folded, keys, vt)),))]
+            df, envf = self.bind(fn.params[1:], fs, env)
+            envf[fn.params[0].name] = acc
+            sb, vb = self.scalar(fn.body, envf)
+            return (pre + dg + sk + si + so_far + df + sb
+                    + [imp.MapSet(folded, keys, imp_cast(vb, vt)), imp.MapAdd(seen, keys, imp.Lit(1, INT))])
+
+        fill = [imp.MapClear(folded), imp.MapClear(seen)] + self.coll(src, env, step)
+        kvars = tuple(self.fresh("g", t) for t in key_types)
+        count = self.fresh("n", INT)
+        val = self.fresh("v", vt)
+        body = [imp.Declare(val, imp.MapGet(folded, kvars, vt))] + \
+            emit(k3.Tuple(tuple(_Imp(k) for k in kvars) + (_Imp(val),)), {})
+        return fill + [imp.ForEach(seen, (None,) * len(kvars), kvars, count, tuple(body))]
 
     # ------------------------------------------------------------ statements
     def stmt(self, s, env) -> list:
@@ -319,13 +354,14 @@ class _Lowering:
 
 
 def _additive(fn: k3.Lambda, init):
-    """The addend x of a fold `\\(acc, ..). acc + x` with init 0 (what a temp map can sum)."""
+    """The addend x of a fold `\\(acc, ..). acc + x` with init 0 (what a temp map can sum), or
+    None for any other fold."""
     acc = fn.params[0]
     body = fn.body
     if (isinstance(init, k3.Const) and init.value == 0 and isinstance(body, k3.BinOp) and body.op == "+"
             and body.left == acc and k3.count_uses(body.right, acc.name) == 0):
         return body.right
-    raise UnsupportedError("a group-by fold that is not a sum starting at 0")
+    return None
 
 
 def _maps_written(s) -> set:

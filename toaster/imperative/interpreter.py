@@ -13,7 +13,7 @@ from __future__ import annotations
 from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
-                                   ForEach, MapAdd, MapClear, ImpProgram, delta_map_name)
+                                   ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
 from toaster.k3.interpreter import binop, cast, call
 
 
@@ -60,6 +60,8 @@ class ImpInterpreter:
                     k = tuple(self.expr(x, env) for x in keys)
                     target = self.maps[m]
                     target[k] = target.get(k, 0) + self.expr(v, env)
+                case MapSet(m, keys, v):
+                    self.maps[m][tuple(self.expr(x, env) for x in keys)] = self.expr(v, env)
                 case MapClear(m):
                     self.maps[m].clear()
                 case _:

@@ -125,6 +125,14 @@ class MapAdd:
 
 
 @dataclass(frozen=True, slots=True)
+class MapSet:
+    """map[keys] = value (group-by folds other than sums: nested MIN/MAX)."""
+    map: str
+    keys: tuple
+    value: object
+
+
+@dataclass(frozen=True, slots=True)
 class MapClear:
     map: str
 

@@ -10,7 +10,7 @@ iterates; ForEach slices use indexes listed in the MapSpec; batch triggers have 
 from __future__ import annotations
 
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
-                                   ForEach, MapAdd, MapClear, ImpProgram, delta_map_name)
+                                   ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT, BOOL, DATE
 
@@ -147,13 +147,14 @@ class _Verifier:
                     if 0 < len(bound) < len(pat) and bound not in spec.indexes:
                         self.fail(f"ForEach over {m}: slice {bound} has no index in the MapSpec")
                     self.block(body, inner, iterating | {m})
-                case MapAdd(m, keys, v):
+                case MapAdd(m, keys, v) | MapSet(m, keys, v):
+                    op = type(s).__name__
                     spec = self.map(m)
                     if m in iterating:
-                        self.fail(f"MapAdd to {m} inside a ForEach over it")
+                        self.fail(f"{op} to {m} inside a ForEach over it")
                     self.keys(spec, keys, scope)
                     if self.expr(v, scope) != spec.value_type:
-                        self.fail(f"MapAdd to {m}: value is {self.expr(v, scope)}, map holds {spec.value_type}")
+                        self.fail(f"{op} to {m}: value is {self.expr(v, scope)}, map holds {spec.value_type}")
                 case MapClear(m):
                     self.map(m)
                     if m in iterating:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
-                                   ForEach, MapAdd, MapClear, ImpProgram)
+                                   ForEach, MapAdd, MapSet, MapClear, ImpProgram)
 from toaster.types import STRING, BOOL
 
 IND = "  "
@@ -57,6 +57,8 @@ def print_stmts(stmts, depth: int = 0) -> list[str]:
                 out.append(f"{pad}}}")
             case MapAdd(m, keys, v):
                 out.append(f"{pad}{m}[{', '.join(print_imp_expr(k) for k in keys)}] += {print_imp_expr(v)};")
+            case MapSet(m, keys, v):
+                out.append(f"{pad}{m}[{', '.join(print_imp_expr(k) for k in keys)}] = {print_imp_expr(v)};")
             case MapClear(m):
                 out.append(f"{pad}clear({m});")
             case _:

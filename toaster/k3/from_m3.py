@@ -24,7 +24,7 @@ from toaster.imperative.ir import delta_map_name
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
 from toaster.k3.ir import (
-    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, Empty, Singleton, Union, Slice, Map,
+    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, IfThenElse, Empty, Singleton, Union, Slice, Map,
     Filter, Flatten, Aggregate, GroupByAggregate, Iterate, Update, Replace, Clear, K3Map, K3Trigger,
     K3Program, CollType, TupleType, type_of, arith, compare, cast_to, maps_read,
 )
@@ -103,7 +103,36 @@ class _Lowering:
                 return self.aggsum(gs, q, bound)
             case c.Lift(x, q):
                 return self.lift(x, q, bound)
+            case c.Extremum(kind, gs, t, q):
+                return self.extremum(kind, gs, t, q, bound)
         raise UnsupportedError(f"calculus construct {type(e).__name__} in M3 statement")
+
+    def extremum(self, kind: str, gs, t, q, bound: set):
+        """MIN/MAX of t over the bindings of q with positive multiplicity, per group: sum the
+        multiplicities per (group, value), keep the positive ones, fold min/max per group."""
+        from toaster.types import DATE
+        coll, qouts = self.coll(q, bound)
+        group = tuple(g for g in gs if g not in bound)
+        value = self.term(t, bound | set(qouts))
+        xt = type_of(value)
+        if xt not in (INT, DATE, FLOAT):
+            raise UnsupportedError(f"nested {kind.upper()} over {xt} values")
+        vt = _value_type(coll)
+        m, acc = self.fresh("m", vt), self.fresh("acc", vt)
+        fields = tuple(_kvar(o) for o in qouts) + (m,)
+        keys = tuple(_kvar(g) for g in group)
+        support = GroupByAggregate(Lambda(fields, Tuple(keys + (value,))),
+                                   Lambda((acc,) + fields, arith("+", acc, m)), cast_to(ZERO, vt), coll)
+        x, mult, best = self.fresh("x", xt), self.fresh("m", vt), self.fresh("best", xt)
+        row = keys + (x, mult)
+        positive = Filter(Lambda(row, compare(">", mult, cast_to(ZERO, vt))), support)
+        # the first element of a group always replaces the start value
+        start = float("inf") if xt == FLOAT else 2 ** 63 - 1
+        start = Const(start if kind == "min" else -start, xt)
+        better = compare("<" if kind == "min" else ">", x, best)
+        folded = GroupByAggregate(Lambda(row, Tuple(keys)), Lambda((best,) + row, IfThenElse(better, x, best)),
+                                  start, positive)
+        return folded, group
 
     def map_access(self, name: str, vs: tuple, bound: set):
         key_types, vt = self.map_types[name]

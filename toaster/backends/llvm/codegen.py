@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
-                                   ForEach, MapAdd, MapClear, ImpProgram, delta_map_name)
+                                   ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
 from toaster.passes import pass_
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
@@ -264,6 +264,9 @@ class _TriggerGen:
             case MapAdd(name, keys, value):
                 m = self.g.map(name)
                 m.add(b, self.keys(m, keys), self.typed(value, m.spec.value_type))
+            case MapSet(name, keys, value):
+                m = self.g.map(name)
+                m.set(b, self.keys(m, keys), self.typed(value, m.spec.value_type))
             case MapClear(name):
                 self.g.map(name).clear(b)
             case ForEach():

@@ -114,7 +114,8 @@ class NativeMap:
             self._build_find()
             self._build_ix_find()
             self._build_grow()
-            self._build_add()
+            self.add_fn = self._build_upsert("add", replace=False)
+            self.set_fn = self._build_upsert("set", replace=True)
             self._build_get()
             self._build_clear()
         self._build_accessors()
@@ -269,8 +270,9 @@ class NativeMap:
         b.ret_void()
 
     # ------------------------------------------------------------ add / get / clear
-    def _build_add(self):
-        f = self.add_fn = _func(self.module, f"{self.name}.add", VOID, [I64] * self.K + [self.vty])
+    def _build_upsert(self, op: str, replace: bool):
+        """map.add(keys, v) adds v to the entry; map.set(keys, v) replaces it (both insert it)."""
+        f = _func(self.module, f"{self.name}.{op}", VOID, [I64] * self.K + [self.vty])
         keys, v = list(f.args[:-1]), f.args[-1]
         b = ir.IRBuilder(f.append_basic_block("entry"))
         r = b.call(self.find, keys)
@@ -279,7 +281,7 @@ class NativeMap:
         b.cbranch(b.icmp_signed(">=", r, i64(0)), found, absent)
         b = ir.IRBuilder(found)
         vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty)
-        b.store(self.vadd(b, b.load(vp, typ=self.vty), v), vp)
+        b.store(v if replace else self.vadd(b, b.load(vp, typ=self.vty), v), vp)
         b.ret_void()
         # a new key with a zero value need not be stored (reads of absent keys give 0)
         b = ir.IRBuilder(absent)
@@ -311,6 +313,7 @@ class NativeMap:
         for i in range(len(self.index_sets)):
             self._emit_link(b, i, count)
         b.ret_void()
+        return f
 
     def _build_get(self):
         f = self.get_fn = _func(self.module, f"{self.name}.get", self.vty, [I64] * self.K)
@@ -389,6 +392,12 @@ class NativeMap:
             b.store(self.vadd(b, b.load(self.scalar, typ=self.vty), v), self.scalar)
         else:
             b.call(self.add_fn, list(keys) + [v])
+
+    def set(self, b, keys, v):
+        if self.K == 0:
+            b.store(v, self.scalar)
+        else:
+            b.call(self.set_fn, list(keys) + [v])
 
     def clear(self, b):
         if self.K == 0:
