@@ -43,6 +43,8 @@ DEFAULT_STRATEGY = "hoivm"
 # the calc backend re-evaluates the calculus after each batch: one strategy of its own
 REEVAL_BACKENDS = {"calc": "reeval"}
 _DATASET_RE = re.compile(r"^--\s*dataset:\s*(\w+)", re.MULTILINE)
+# `-- query: tests/queries/tpch/q17.sql` reuses a suite query (its INCLUDE lines dropped)
+_QUERY_RE = re.compile(r"^--\s*query:\s*(\S+)", re.MULTILINE)
 
 
 @dataclass
@@ -119,6 +121,11 @@ def find_query(name: str) -> BenchQuery:
     m = _DATASET_RE.search(text)
     if m is None:
         raise ToasterError(f"{path}: a bench query needs a '-- dataset: tpch|finance' header line")
+    ref = _QUERY_RE.search(text)
+    if ref is not None:
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with open(os.path.join(repo, ref.group(1))) as f:
+            text += "".join(line for line in f if not line.lstrip().upper().startswith("INCLUDE"))
     return BenchQuery(os.path.splitext(os.path.basename(path))[0], m.group(1).lower(), text, path)
 
 

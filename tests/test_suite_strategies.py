@@ -1,6 +1,6 @@
 """Every query of the suite under every maintenance strategy: the interp engine equals DuckDB
-after every batch, with single-tuple triggers and with batch triggers over batches of up to 10
-and 1000 rows (issue 4). Every query compiles under every strategy."""
+after every batch, with single-tuple triggers and with batch triggers over batches of 1 and of up
+to 10 and 1000 rows (issue 4). Every query compiles under every strategy."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,7 @@ from test_query_suite import REPO, _id, _query_files, compiled, suite_stream
 
 SUITE = _query_files("features") + _query_files("tpch") + _query_files("finance")
 RUNS = {
-    "hoivm": (("tuple", 1), ("batch", 10), ("batch", 1000)),
+    "hoivm": (("tuple", 1), ("batch", 1), ("batch", 10), ("batch", 1000)),
     "ivm": (("batch", 10),),
     "rep": (("batch", 10),),
     "naive": (("tuple", 1),),

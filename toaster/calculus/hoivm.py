@@ -587,6 +587,12 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
     ready = [s for s in (initial_value(m) for m in c.maps.values()) if s is not None]
     if ready:
         triggers.append(Trigger(Event("ready", "", ()), tuple(ready)))
+    trigger_vars = {a for ev in c.statements for a in ev.args}
+    for decl in c.maps.values():
+        if all_vars(decl.definition) & trigger_vars:
+            # a map's definition over a trigger argument would change meaning in that trigger
+            raise RuntimeError(f"internal: map {decl.name} is defined over trigger variable(s) "
+                               f"{', '.join(sorted(v.name for v in all_vars(decl.definition) & trigger_vars))}")
     for stmts in c.statements.values():
         for s in stmts:
             if relations(s.rhs):

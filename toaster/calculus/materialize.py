@@ -97,7 +97,8 @@ def _nested_expr(compiler, m, q, outer: frozenset, extra_needed=frozenset()):
     gs = q.group if isinstance(q, AggSum) else ()
     body = q.expr if isinstance(q, AggSum) else q
     used = all_vars(body)
-    bound = frozenset(v for v in outer if v in used and v not in gs)
+    # a group variable bound outside is a correlation like any other (it filters the groups)
+    bound = frozenset(v for v in outer if v in used)
     terms = []
     keep = set(gs) | set(extra_needed)
     for mono in simplify_monomials(body, set(gs) | set(bound) | set(extra_needed)):

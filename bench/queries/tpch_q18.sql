@@ -1,0 +1,3 @@
+-- dataset: tpch
+-- query: tests/queries/tpch/q18.sql
+-- (a nested aggregate, maintained incrementally under the revised delta rule)
