@@ -251,16 +251,10 @@ def test_interp_matches_duckdb(path, mode):
     run_suite_query(path, "interp", mode)
 
 
-# what the llvm backend still refuses (strings are dictionary-encoded ids in native code)
+# what the llvm backend still refuses
 LLVM_REFUSES = {
-    "features/combo_strings_dates": "function like()", "features/like_not": "function like()",
-    "features/like_prefix": "function like()", "features/like_underscore": "function like()",
-    "tpch/q02": "function like()", "tpch/q09": "function like()", "tpch/q13": "function like()",
-    "tpch/q14": "function like()", "tpch/q16": "function like()", "tpch/q20": "function like()",
-    "features/func_substring": "function substring()", "tpch/q22": "function substring()",
-    "features/func_regexp_match": "function regexp_match()", "features/func_casts": "function cast_date()",
+    "features/func_casts": "function cast_string()",
     "features/func_external": "function cos()", "features/func_math": "function pow()",
-    "features/where_string_compare": "comparison '<' on strings",
 }
 SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min_max_group", "like_prefix")] + \
                [QUERIES / "tpch" / "q06.sql", QUERIES / "finance" / "axf.sql"]

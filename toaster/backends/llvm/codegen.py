@@ -4,6 +4,9 @@ entry point per relation, native hash maps from hashmap.py.
 Value representation in native code:  INT, DATE -> i64;  FLOAT -> double;  BOOL -> i1;
 STRING -> i64 dictionary id (ids of string literals are assigned here, in order of first
 appearance; the engine extends the same dictionary with the strings of its input).
+String functions with literal other arguments and string order are loads from native tables
+indexed by id, which the engine fills (strings.py): `strtab.<n>.<function>` (and `.ok`, `.error`
+when the function can fail on some strings), `strtab.rank`.
 Map key components are all stored as i64 (FLOAT bit-cast after turning -0.0 into 0.0, BOOL 0/1).
 
 Entry points (external symbols):
@@ -15,20 +18,24 @@ Entry points (external symbols):
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from toaster.calculus.functions import BUILTINS, call as call_builtin
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
 from toaster.passes import pass_
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
+from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
+PY_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 INT_LIKE = (INT, DATE)
 
 
@@ -39,6 +46,7 @@ class LLVMModule:
     ir_text: str
     strings: tuple                                       # string literals, by dictionary id
     entry_points: dict = field(hash=False, compare=False)  # relation -> process_<REL>
+    string_tables: tuple = ()                            # StringTable, for the engine to fill
 
     def __str__(self) -> str:
         return self.ir_text
@@ -90,6 +98,14 @@ def decode_key(b, k, t: Type):
     if t == BOOL:
         return b.trunc(k, I1)
     return k
+
+
+def _has_native_value(value, t: Type) -> bool:
+    if t == STRING:
+        return isinstance(value, str)
+    if t == FLOAT:
+        return isinstance(value, (int, float))
+    return isinstance(value, int) and -2**63 <= value < 2**63
 
 
 class _TriggerGen:
@@ -168,13 +184,13 @@ class _TriggerGen:
             case Cast(t, a):
                 return self.typed(a, t)
             case Call(name, args, t):
-                return convert(b, *self.call(name, args), t)
+                return convert(b, *self.call(name, args, t), t)
             case MapGet(name, keys, t):
                 m = self.g.map(name)
                 return convert(b, m.get(b, self.keys(m, keys)), m.spec.value_type, t)
         raise ValueError(f"imp: not an expression: {e!r}")
 
-    def call(self, name: str, args) -> tuple:
+    def call(self, name: str, args, t: Type) -> tuple:
         """(value, its type) of a built-in function the native code can compute exactly as the
         calculus evaluator does (toaster/calculus/functions.py); others are refused by name."""
         b = self.b
@@ -210,7 +226,45 @@ class _TriggerGen:
                 return b.srem(b.sdiv(d, i64(100)), i64(100)), INT
             if part == "day":
                 return b.srem(d, i64(100)), INT
+        if name == "cast_date" and len(args) == 1 and args[0].type in INT_LIKE:
+            return self.typed(args[0], INT), DATE
+        if name == "cast_string" and len(args) == 1 and args[0].type == STRING:
+            return self.expr(args[0]), STRING
+        if name in BUILTINS and any(a.type == STRING for a in args):
+            return self.string_call(name, args, t)
         raise UnsupportedError(f"function {name}() in the LLVM backend")
+
+    def string_call(self, name: str, args, t: Type) -> tuple:
+        """A function of one string whose other arguments are literals: a load from its property
+        table (all literals: folded here, unless it fails, which must then happen at run time)."""
+        free = [i for i, a in enumerate(args) if not isinstance(a, Lit)]
+        if len(free) > 1 or (free and args[free[0]].type != STRING):
+            raise UnsupportedError(f"function {name}() in the LLVM backend (only with literal arguments "
+                                   "besides one string)")
+        if not free:
+            try:
+                value = call_builtin(name, [a.value for a in args])
+            except Exception:
+                value = None
+            if _has_native_value(value, t):
+                return self.g.literal(value, t), t
+        pos = free[0] if free else next(i for i, a in enumerate(args) if a.type == STRING)
+        lits = tuple(None if i == pos else a.value for i, a in enumerate(args))
+        table = self.g.string_table(name, lits, pos, t)
+        v = self.table_load(table, self.expr(args[pos]))
+        return (self.b.icmp_signed("!=", v, i64(0)), BOOL) if t == BOOL else (v, t)
+
+    def table_load(self, table: StringTable, sid):
+        b = self.b
+        ety = F64 if table.type == FLOAT else I64
+        g = self.g.module.get_global(table.symbol)
+        v = b.load(b.gep(b.load(g, typ=PTR), [sid], inbounds=True, source_etype=ety), typ=ety)
+        if not table.total:    # an invalid entry: remember its id, the engine raises after the batch
+            ok_ptr = b.load(self.g.module.get_global(table.symbol + ".ok"), typ=PTR)
+            ok = b.load(b.gep(ok_ptr, [sid], inbounds=True, source_etype=I8), typ=I8)
+            with b.if_then(b.icmp_unsigned("==", ok, ir.Constant(I8, 0)), likely=False):
+                b.store(sid, self.g.module.get_global(table.symbol + ".error"))
+        return v
 
     def intrinsic(self, name: str):
         fn = self.g.module.globals.get(name)
@@ -222,10 +276,14 @@ class _TriggerGen:
         b = self.b
         lt, rt = l.type, r.type
         if STRING in (lt, rt):
-            if op not in ("=", "!="):
-                raise UnsupportedError(f"comparison {op!r} on strings in the LLVM backend "
-                                       "(strings are dictionary-encoded; only = and != are supported)")
-            return b.icmp_unsigned(op.replace("=", "==") if op == "=" else op, self.expr(l), self.expr(r))
+            if op in ("=", "!="):
+                return b.icmp_unsigned(op.replace("=", "==") if op == "=" else op, self.expr(l), self.expr(r))
+            if lt != rt:
+                raise UnsupportedError(f"comparison {op!r} between {lt} and {rt} in the LLVM backend")
+            if isinstance(l, Lit) and isinstance(r, Lit):
+                return ir.Constant(I1, int(PY_COMPARE[op](l.value, r.value)))
+            rank = self.g.string_table(RANK, (None,), 0, INT)   # ids compare as their sorted positions
+            return b.icmp_signed(op, self.table_load(rank, self.expr(l)), self.table_load(rank, self.expr(r)))
         if FLOAT in (lt, rt):
             x, y = self.typed(l, FLOAT), self.typed(r, FLOAT)
             if op == "!=":
@@ -365,6 +423,7 @@ class _ModuleGen:
         self.module.triple = llvm.get_process_triple()
         self.rt = Runtime(self.module)
         self.strings: dict[str, int] = {}
+        self.string_tables: dict[tuple, StringTable] = {}
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec) for spec in prog.maps}
         self.trigger_fns = []
         for t in prog.triggers:
@@ -383,6 +442,21 @@ class _ModuleGen:
             return self.maps[name]
         except KeyError:
             raise ValueError(f"imp: unknown map {name!r}") from None
+
+    def string_table(self, function: str, args: tuple, position: int, t: Type) -> StringTable:
+        """The table of function(args with a string at position), declared on first use."""
+        key = (function, args, position, t)
+        table = self.string_tables.get(key)
+        if table is None:
+            symbol = RANK_SYMBOL if function == RANK else f"strtab.{len(self.string_tables)}.{function}"
+            total = function == RANK or is_total(function, args, position)
+            table = self.string_tables[key] = StringTable(symbol, function, args, position, t, total)
+            # external linkage: the engine re-points them, so the optimizer must not assume null
+            for name, ty, init in ((symbol, PTR, None),) + (() if total else (
+                    (symbol + ".ok", PTR, None), (symbol + ".error", I64, -1))):
+                g = ir.GlobalVariable(self.module, ty, name)
+                g.initializer = ir.Constant(ty, init)
+        return table
 
     def literal(self, v, t: Type):
         if t == STRING:
@@ -481,7 +555,7 @@ class _ModuleGen:
 def generate_llvm(prog: ImpProgram) -> LLVMModule:
     gen = _ModuleGen(prog)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
-    return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points))
+    return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()))
 
 
 @pass_("imp_to_llvm", "imp", "llvm")

@@ -1,8 +1,9 @@
 """LLVMEngine: JIT-compiles an ImpProgram (via imp_to_llvm) and runs it natively.
 
 One native call per input batch: apply() turns the Batch into contiguous numpy columns
-(strings -> dictionary ids) and calls process_<REL>. read_map() reads the native hash
-table memory back through the exported accessors.
+(strings -> dictionary ids), fills the string property tables for the new strings (strings.py)
+and calls process_<REL>. read_map() reads the native hash table memory back through the
+exported accessors.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from toaster.runtime.batch import Batch
 from toaster.types import FLOAT, STRING, BOOL
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
+from toaster.backends.llvm.strings import StringPool
 
 _initialized = False
 
@@ -84,31 +86,11 @@ class LLVMEngine(Engine):
                 ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.vals")),
             )
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
-        self._strings = list(module.strings)
-        self._string_ids = {s: i for i, s in enumerate(self._strings)}
+        self._pool = StringPool(module.strings, module.string_tables, self._ee.get_global_value_address)
+        self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
         ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
+        self._pool.check_errors()
         self._open = True
-
-    # ---------------------------------------------------------------- strings
-    def _string_id(self, s: str) -> int:
-        i = self._string_ids.get(s)
-        if i is None:
-            i = self._string_ids[s] = len(self._strings)
-            self._strings.append(s)
-        return i
-
-    def _encode_strings(self, col) -> np.ndarray:
-        # New strings get ids once per distinct value (set difference); the per-row mapping runs
-        # in C (map over dict.__getitem__), no Python bytecode per row. Measured ~20x faster
-        # than numpy.unique on object arrays, which sorts with Python comparisons.
-        values = col.tolist()
-        lookup = self._string_ids.__getitem__
-        try:
-            return np.fromiter(map(lookup, values), dtype=np.int64, count=len(values))
-        except KeyError:
-            for s in sorted(set(values).difference(self._string_ids)):   # sorted: deterministic ids
-                self._string_id(s)
-            return np.fromiter(map(lookup, values), dtype=np.int64, count=len(values))
 
     # ---------------------------------------------------------------- input
     def _apply(self, batch: Batch) -> None:
@@ -118,15 +100,17 @@ class LLVMEngine(Engine):
         arrays = []
         for col, c in zip(batch.columns, decl.columns):
             if c.type == STRING:
-                arrays.append(self._encode_strings(col))
+                arrays.append(self._pool.encode(col))
             elif c.type == FLOAT:
                 arrays.append(np.ascontiguousarray(col, dtype=np.float64))
             elif c.type == BOOL:
                 arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
             else:
                 arrays.append(np.ascontiguousarray(col, dtype=np.int64))
+        self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
         self._process[decl.name](len(signs), signs.ctypes.data, *(a.ctypes.data for a in arrays))
+        self._pool.check_errors()
 
     # ---------------------------------------------------------------- output
     def read_map(self, name: str) -> dict:
@@ -153,7 +137,7 @@ class LLVMEngine(Engine):
         if t == FLOAT:
             return col.view(np.float64).tolist()
         if t == STRING:
-            strings = self._strings
+            strings = self._pool.strings
             return [strings[i] for i in col.tolist()]
         if t == BOOL:
             return [bool(v) for v in col.tolist()]
