@@ -256,8 +256,9 @@ LLVM_REFUSES = {
     "features/func_casts": "function cast_string()",
     "features/func_external": "function cos()", "features/func_math": "function pow()",
 }
-SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min_max_group", "like_prefix")] + \
-               [QUERIES / "tpch" / "q06.sql", QUERIES / "finance" / "axf.sql"]
+SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min_max_group", "like_prefix",
+                                                            "exists", "agg_min_in_subquery")] + \
+               [QUERIES / "tpch" / f"{n}.sql" for n in ("q06", "q17")] + [QUERIES / "finance" / "axf.sql"]
 
 
 @pytest.mark.parametrize("mode", ["tuple", "batch"])

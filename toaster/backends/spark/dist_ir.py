@@ -160,6 +160,8 @@ def tag_of(e, maps: dict):
             return LOCAL
         case C.Rel(name, _):
             raise UnsupportedError(f"base relation {name} read inside a trigger (distributed mode)")
+        case C.Extremum(kind, _, _, _):
+            raise UnsupportedError(f"a nested {kind.upper()} in the distributed backend")
         case C.MapRef():
             return map_ref_tag(e, maps)
         case C.Value() | C.Cmp():
