@@ -111,26 +111,15 @@ def _batch_domain(monos, corr, x) -> list:
 
 def is_domain(f) -> bool:
     """Is f a batch domain factor (a lift over delta relations only: no relation, no map)?"""
-    return isinstance(f, Lift) and not relations(f.expr) and _reads_delta(f.expr) and not _reads_map(f.expr)
+    return (isinstance(f, Lift) and not relations(f.expr) and _reads(f.expr, DeltaRel)
+            and not _reads(f.expr, MapRef))
 
 
-def _reads_delta(e) -> bool:
+def _reads(e, atom) -> bool:
+    """Does e contain an atom of class `atom` (DeltaRel, MapRef)?"""
     match e:
-        case DeltaRel():
-            return True
         case Lift(_, q) | AggSum(_, q):
-            return _reads_delta(q)
+            return _reads(q, atom)
         case Sum(ts) | Prod(ts):
-            return any(_reads_delta(t) for t in ts)
-    return False
-
-
-def _reads_map(e) -> bool:
-    match e:
-        case MapRef():
-            return True
-        case Lift(_, q) | AggSum(_, q):
-            return _reads_map(q)
-        case Sum(ts) | Prod(ts):
-            return any(_reads_map(t) for t in ts)
-    return False
+            return any(_reads(t, atom) for t in ts)
+    return isinstance(e, atom)
