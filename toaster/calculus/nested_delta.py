@@ -18,9 +18,8 @@ nested aggregate), no restriction exists and the compiler re-evaluates the map i
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Cmp, DeltaRel, Lift, MapRef, Value, Var, all_vars, mk_prod,
-                                 mk_sum, neg, relations)
-from toaster.calculus.ir import Prod, Sum
+from toaster.calculus.ir import (AggSum, Cmp, DeltaRel, Lift, MapRef, Prod, Sum, Value, Var, all_vars,
+                                 mk_prod, mk_sum, neg, relations)
 from toaster.calculus.simplify import Monomial, simplify_monomials
 from toaster.types import INT
 
