@@ -2,7 +2,8 @@
 interp engine equals DuckDB after every batch, with single-tuple triggers and with batch
 triggers (issue 4). The generator's correlated scalar, IN and EXISTS subqueries exercise the
 revised delta rule for nested aggregates (range restrictions, domain extraction) and the
-re-evaluation fallback for uncorrelated and inequality-correlated ones."""
+re-evaluation fallback for uncorrelated and inequality-correlated ones. The equality-correlated
+queries also run on the llvm backend."""
 from __future__ import annotations
 
 import os
@@ -23,14 +24,14 @@ PROPERTY = settings(max_examples=120 if CI else 200, deadline=None,
 @PROPERTY
 @given(sql=queries(), stream=rst_streams(deletes=True))
 def test_interp_matches_duckdb_on_random_queries(mode, sql, stream):
-    _check_interp(mode, sql, stream)
+    _check_against_duckdb(mode, sql, stream)
 
 
-def _check_interp(mode, sql, stream):
+def _check_against_duckdb(mode, sql, stream, backend="interp"):
     from toaster.pipeline import compile_sql
     comp = compile_sql(sql, mode=mode)
     batches = stream if mode == "tuple" else merge_batches(stream, 4)
-    report = check_compilation(comp, "interp", batches, mode=mode)
+    report = check_compilation(comp, backend, batches, mode=mode)
     target(float(report.nonempty_checks), label="nonempty checks")   # steer towards non-vacuous examples
 
 
@@ -74,4 +75,14 @@ def correlated_queries(draw) -> str:
 @PROPERTY
 @given(sql=correlated_queries(), stream=rst_streams(deletes=True))
 def test_interp_matches_duckdb_on_correlated_nested_queries(mode, sql, stream):
-    _check_interp(mode, sql, stream)
+    _check_against_duckdb(mode, sql, stream)
+
+
+@pytest.mark.parametrize("mode", ["tuple", "batch"])
+@settings(max_examples=40 if CI else 60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(sql=correlated_queries(), stream=rst_streams(deletes=True))
+def test_llvm_matches_duckdb_on_correlated_nested_queries(mode, sql, stream):
+    """The same trigger programs (batch domains, nested aggregates materialized with their
+    component) compiled to native code."""
+    _check_against_duckdb(mode, sql, stream, "llvm")
