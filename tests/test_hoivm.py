@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from toaster.calculus.ir import AggSum, MapRef, Prod, relations
+from toaster.calculus.ir import AggSum, relations
 from toaster.calculus.parser import parse_m3
 from toaster.calculus.printer import print_m3
 from toaster.pipeline import compile_sql

@@ -20,8 +20,8 @@ import networkx as nx
 
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
-                                 Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema,
-                                 term_vars, ONE)
+                                 Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
+from toaster.calculus.initial import initial_value
 from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
@@ -384,18 +384,6 @@ def nested_relations(e) -> set:
     return set()
 
 
-def has_nested_aggregate(e) -> bool:
-    """Does e contain a lift or extremum over relations (a nested aggregate)?"""
-    match e:
-        case Lift(_, q) | Extremum(_, _, _, q):
-            return bool(relations(q))
-        case Sum(ts) | Prod(ts):
-            return any(has_nested_aggregate(t) for t in ts)
-        case AggSum(_, q):
-            return has_nested_aggregate(q)
-    return False
-
-
 def _key_restriction(f, keys, bound) -> dict | None:
     match f:
         case Lift(k, Value(b)) if isinstance(b, Var) and k in keys and k not in bound and b in bound:
@@ -523,43 +511,6 @@ def _maps_read(e) -> set:
         case AggSum(_, q) | Lift(_, q) | Extremum(_, _, _, q):
             return _maps_read(q)
     return set()
-
-
-def initial_value(m: MapDecl):
-    """`m[keys] := <its contents on the empty database>` when they are not empty (a constant
-    query; a nested aggregate compared with what it is on no rows, as in NOT EXISTS), else None.
-    Every later statement maintains the map from there."""
-    from toaster.calculus.evaluator import Database, evaluate
-    body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
-    if is_zero(body) or not _may_be_nonzero_on_empty(body):
-        return None
-    try:
-        contents = evaluate(m.definition, Database(), {}, tuple(m.keys))
-    except RuntimeError as e:
-        raise UnsupportedError(f"the initial value of {m.name} ({e})") from None
-    terms = []
-    for key, value in sorted(contents.items(), key=repr):
-        lifts = [Lift(k, Value(Const(v, k.type))) for k, v in zip(m.keys, key)]
-        terms.append(mk_prod(lifts + [Value(Const(value, m.type))]))
-    if not terms:
-        return None
-    return Statement(m.name, tuple(m.keys), ":=", AggSum(tuple(m.keys), mk_sum(terms)))
-
-
-def _may_be_nonzero_on_empty(e) -> bool:
-    """False when a relation atom outside nested aggregates makes e empty on no rows."""
-    match e:
-        case Rel():
-            return False
-        case Sum(ts):
-            return any(_may_be_nonzero_on_empty(t) for t in ts)
-        case Prod(fs):
-            from toaster.calculus.simplify import lifts_empty_groups
-            # a map's keys are its outputs: nothing outside binds them
-            return all(_may_be_nonzero_on_empty(f) and not lifts_empty_groups(f, fs, ()) for f in fs)
-        case AggSum(_, q):
-            return _may_be_nonzero_on_empty(q)
-    return True
 
 
 def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",

@@ -10,7 +10,7 @@ the re-evaluation only scans small aggregated maps.
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, expr_type, schema,
+from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, schema,
                                  mk_prod, mk_sum, relations, Const)
 from toaster.calculus.simplify import simplify_monomials, subst
 from toaster.types import FLOAT, INT

@@ -17,9 +17,9 @@ import itertools
 from dataclasses import dataclass
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
-                                 Sum, Value, Var, ONE, ZERO, all_vars, mk_prod, mk_sum, relations, schema,
+                                 Sum, Value, Var, ZERO, all_vars, mk_prod, mk_sum, relations, schema,
                                  term_vars)
-from toaster.types import FLOAT, INT, BOOL, STRING
+from toaster.types import FLOAT, INT
 
 _FRESH = itertools.count(1)
 

@@ -231,10 +231,10 @@ class _Lowering:
                 return self.coll(src, env, step)
             case k3.Flatten(src):
                 return self.coll(src, env, lambda inner, eenv: self.coll(inner, eenv, emit))
-            case k3.GroupByAggregate(g, fn, init, src) if _additive(fn, init) is None:
-                return self.fold_groups(g, fn, init, src, env, emit)
             case k3.GroupByAggregate(g, fn, init, src):
                 addend = _additive(fn, init)
+                if addend is None:
+                    return self.fold_groups(g, fn, init, src, env, emit)
                 key_types = type_of(g.body).elems
                 vt = type_of(fn.body)
                 tmp = self.temp_map("GROUP", key_types, vt)

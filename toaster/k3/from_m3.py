@@ -24,7 +24,7 @@ from toaster.imperative.ir import delta_map_name
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
 from toaster.k3.ir import (
-    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, IfThenElse, Empty, Singleton, Union, Slice, Map,
+    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, IfThenElse, Singleton, Union, Slice, Map,
     Filter, Flatten, Aggregate, GroupByAggregate, Iterate, Update, Replace, Clear, K3Map, K3Trigger,
     K3Program, CollType, TupleType, type_of, arith, compare, cast_to, maps_read,
 )
