@@ -9,17 +9,17 @@ import random
 import pytest
 
 from toaster.backends.interp import InterpEngine
-from toaster.backends.spark import print_dist
+from toaster.dist.printer import print_dist
 from toaster.backends.spark import worker
-from toaster.backends.spark.blocks import dist_blocks, fuse_blocks
+from toaster.dist.blocks import dist_blocks, fuse_blocks
 from toaster.backends.spark.codegen import dist_to_spark
-from toaster.backends.spark.dist_ir import (LOCAL, RANDOM, Dist, DistMap, DistStatement, Exchange, Block,
+from toaster.dist.ir import (LOCAL, RANDOM, Dist, DistMap, DistStatement, Exchange, Block,
                                             Repart, Scatter, Gather, IllFormed, tag_of, verify, transformer_count)
 from toaster.backends.spark.engine import load_program_module
-from toaster.backends.spark.placement import m3_to_dist, choose_partitioning
-from toaster.backends.spark.simplify import dist_simplify, simplify_expr
+from toaster.dist.placement import m3_to_dist, choose_partitioning
+from toaster.dist.simplify import dist_simplify, simplify_expr
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import M3Program, MapDecl, Trigger, Event, Statement
+from toaster.m3.ir import M3Program, MapDecl, Trigger, Event, Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import Options, get_pass
 from toaster.pipeline import compile_sql

@@ -61,7 +61,7 @@ def _simplify_calc(ir, options: Options):
 
 @pass_("calc_to_m3", "calc", "m3", description="higher-order IVM compiler: deltas, materialization, triggers")
 def _calc_to_m3(ir, options: Options):
-    from toaster.calculus.hoivm import compile_hoivm
+    from toaster.m3.hoivm import compile_hoivm
     return compile_hoivm(ir, options.mode, options.strategy, options.depth)
 
 
@@ -97,7 +97,7 @@ def print_stage(stage: str, ir) -> str:
             from toaster.calculus.printer import print_calc_program
             return print_calc_program(ir)
         case "m3":
-            from toaster.calculus.printer import print_m3
+            from toaster.m3.printer import print_m3
             return print_m3(ir)
         case "k3":
             from toaster.k3.printer import print_k3
@@ -106,7 +106,7 @@ def print_stage(stage: str, ir) -> str:
             from toaster.imperative.printer import print_imp
             return print_imp(ir)
         case "dist":
-            from toaster.backends.spark import print_dist
+            from toaster.dist.printer import print_dist
             return print_dist(ir)
     return str(ir)
 
@@ -366,7 +366,7 @@ def _main(args) -> int:
                         add=_parse_add(args.add_pass), master=args.master, strategy=args.strategy,
                         depth=args.depth)
     if args.explain or args.dot:
-        from toaster.calculus.explain import explain, to_dot
+        from toaster.m3.explain import explain, to_dot
         if args.explain:
             print(explain(comp.m3))
         if args.dot:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import itertools
 import types
 
-from toaster.calculus.m3 import M3Program
+from toaster.m3.ir import M3Program
 from toaster.engine import Engine
 from toaster.passes import Options
 from toaster.runtime.batch import Batch
-from toaster.backends.spark.dist_ir import DistProgram
+from toaster.dist.ir import DistProgram
 from toaster.backends.spark.codegen import SparkProgram
 
 _module_ids = itertools.count(1)
@@ -16,9 +16,9 @@ _module_ids = itertools.count(1)
 
 def compile_dist(m3: M3Program, options: Options | None = None) -> DistProgram:
     """m3_to_dist, dist_simplify, dist_blocks."""
-    from toaster.backends.spark.placement import m3_to_dist
-    from toaster.backends.spark.simplify import dist_simplify
-    from toaster.backends.spark.blocks import dist_blocks
+    from toaster.dist.placement import m3_to_dist
+    from toaster.dist.simplify import dist_simplify
+    from toaster.dist.blocks import dist_blocks
     options = options or Options(mode="batch")
     return dist_blocks(dist_simplify(m3_to_dist(m3, options), options), options)
 

@@ -12,11 +12,11 @@ commutes with every block in between.
 from __future__ import annotations
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import Statement
+from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
-from toaster.backends.spark.dist_ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, Repart, Scatter, Gather,
+from toaster.dist.ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, Repart, Scatter, Gather,
                                             TRANSFORMERS, DistMap, DistStatement, Exchange, Block, DistTrigger,
                                             DistProgram, tag_of, map_names, delta_map_name)
 

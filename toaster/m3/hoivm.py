@@ -21,8 +21,9 @@ import networkx as nx
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
-from toaster.calculus.initial import initial_value
-from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.m3.initial import initial_value
+from toaster.m3.materialize import components, materialize_nested, reevaluation_rhs
+from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
 from toaster.errors import UnsupportedError
@@ -132,7 +133,6 @@ class HOIVMCompiler:
         if self.strategy == "rep" or self.depth_limit == 0:
             rhs = AggSum(tuple(m.keys), self._over_base_maps(body))
         else:
-            from toaster.calculus.materialize import reevaluation_rhs
             rhs = reevaluation_rhs(self, m, body, m.keys)
         for rel in self.relation_order:
             if rel not in on:
@@ -218,7 +218,7 @@ class HOIVMCompiler:
                 if isinstance(f, Lift) and f.var not in known and all_vars(f.expr) <= known:
                     known.add(f.var)
                     grew = True
-        comps = [rels] if self.strategy == "naive" and rels else _components(rels, known)
+        comps = [rels] if self.strategy == "naive" and rels else components(rels, known)
         comp_vars = [set().union(*(set(r.vars) for r in c)) - known for c in comps]
         assigned = [[] for _ in comps]
         outside = []
@@ -262,7 +262,6 @@ class HOIVMCompiler:
         if any(relations(f) for f in rest):
             # nested aggregates read decorrelated maps; the variables bound before them (the
             # trigger's, the components') are their correlation
-            from toaster.calculus.materialize import materialize_nested
             seen = set(known) | set().union(*comp_vars) if comp_vars else set(known)
             out = []
             for f in rest:
@@ -394,17 +393,6 @@ def _key_restriction(f, keys, bound) -> dict | None:
             if b in keys and b not in bound and k in bound:
                 return {b: k}
     return None
-
-
-def _components(rels, known) -> list:
-    g = nx.Graph()
-    for i, r in enumerate(rels):
-        g.add_node(i)
-        for j in range(i):
-            if (set(r.vars) & set(rels[j].vars)) - known:
-                g.add_edge(i, j)
-    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
-    return [[rels[i] for i in c] for c in comps]
 
 
 def _ordered_vars(factors, pred) -> list:

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections import Counter
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import M3Program, Statement
+from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import pass_
-from toaster.backends.spark.dist_ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
+from toaster.dist.ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
                                             Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
                                             map_names)
 
