@@ -510,9 +510,10 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
         if not relations(m.definition):
             c.notes.append(f"{m.name}: reads no relation -> a constant, set once (ON SYSTEM READY)")
         keys = tuple(m.keys)
+        # the definition as the calc stage left it: `simplify_calc` (a pass of its own) normalizes
+        # it; every delta below is simplified whatever the definition's form
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
-        monos = simplify_monomials(body, set(keys))
-        definition = AggSum(keys, mk_sum([x.to_expr() for x in monos]))
+        definition = AggSum(keys, body)
         decl = MapDecl(m.name, keys, m.type, definition, "query")
         c.maps[decl.name] = decl
         c.root[decl.name] = decl.name

@@ -139,16 +139,12 @@ class _Gen:
 
 def generate_module(prog: DistProgram) -> ast.Module:
     if prog.stage != "blocks":
-        from toaster.dist.blocks import dist_blocks
-        prog = dist_blocks(prog, None)
+        raise ValueError("the PySpark generator reads blocks: run dist_blocks first")
     return _Gen(prog).module()
 
 
 @pass_("dist_to_spark", takes="dist", gives="spark")
 def dist_to_spark(prog: DistProgram, options) -> SparkProgram:
     """Generate the PySpark driver program (source built with `ast`)."""
-    if prog.stage != "blocks":
-        from toaster.dist.blocks import dist_blocks
-        prog = dist_blocks(prog, options)
     source = ast.unparse(generate_module(prog)) + "\n"
     return SparkProgram(source, prog.relations, prog.queries, prog)
