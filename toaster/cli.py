@@ -197,8 +197,15 @@ def run(args) -> int:
                 label += " (from the batch-mode M3 program)"
             print(f"==== {label} " + "=" * 40)
             print(print_stage(stage, ir).rstrip("\n"))
+    named = {n for item in args.print_before + args.print_after for n in item.split(",")}
+    for branch, pm in comp.managers.items():
+        wanted = [i for i, p in enumerate(pm.passes) if p.name in named or "all" in named]
+        if wanted:
+            pm.run(comp.stores[branch], max(wanted))
     if args.run:
         _run_engine(comp, args)
+    elif not (stages or args.explain or args.dot or named):
+        comp.stage(backend.stage, backend.branch)   # compile only: check that the backend accepts it
     if args.time_passes:
         _print_times(comp)
     return 0

@@ -63,7 +63,9 @@ class InternalError(Exception):
     """A defect inside toaster: an exception raised by a pass. Not the user's fault; the CLI
     prints one line naming the pass and its stage and exits with code 3 (`--traceback` for more)."""
 
-    def __init__(self, pass_name: str, stage: str, file: str | None, cause: BaseException):
+    def __init__(self, pass_name: str, stage: str, file: str | None, cause: BaseException,
+                 during: str = ""):
+        self.during = during       # e.g. "printing its output" when a dump hook failed
         self.pass_name = pass_name
         self.stage = stage
         self.file = file
@@ -74,5 +76,6 @@ class InternalError(Exception):
         where = f" on {self.file}" if self.file else ""
         detail = str(self.cause).strip().splitlines()
         detail = detail[0] if detail else ""
-        return (f"internal error in pass {self.pass_name} (stage {self.stage}){where}: "
+        during = f" while {self.during}" if self.during else ""
+        return (f"internal error in pass {self.pass_name} (stage {self.stage}){during}{where}: "
                 f"{type(self.cause).__name__}{': ' + detail if detail else ''}")

@@ -320,7 +320,13 @@ class PassManager:
         self.records.append(rec)
         self.done += 1
         for hook in self.hooks:
-            hook(rec)
+            try:
+                hook(rec)
+            except (ToasterError, KeyboardInterrupt, SystemExit, BrokenPipeError, OSError):
+                raise
+            except Exception as e:   # a printer that is not total, a user callback that fails
+                raise InternalError(p.name, p.gives, self.options.source_file, e,
+                                    during="handing its output to a dump or callback") from e
 
 
 def _same(a, b) -> bool:

@@ -140,9 +140,10 @@ class Compilation:
             mode = start_ir.mode
         self.options = Options(mode=mode, source_file=source_file, base_dir=base_dir)
         opts = {k: dict(v) for k, v in (pass_options or {}).items()}
-        opts.setdefault("calc_to_m3", {}).setdefault("strategy", strategy)
+        if strategy != "hoivm":
+            opts.setdefault("calc_to_m3", {}).setdefault("strategy", strategy)
         if depth is not None:
-            opts["calc_to_m3"].setdefault("depth", depth)
+            opts.setdefault("calc_to_m3", {}).setdefault("depth", depth)
         if partitioning:
             from toaster.dist.placement import partitioning_items
             opts.setdefault("m3_to_dist", {}).setdefault("partitioning", partitioning_items(partitioning))
