@@ -33,3 +33,8 @@ class Event:
     @property
     def sign(self) -> int:
         return -1 if self.kind == "delete" else 1
+
+
+def delta_map_name(relation: str) -> str:
+    """The map a batch trigger's delta relation is held in by the lower stages (DELTA_<R>)."""
+    return f"DELTA_{relation}"

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toaster.calculus import ir as C
+from toaster.calculus.maps import delta_map_name  # noqa: F401  (re-exported)
 from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 
@@ -133,10 +134,6 @@ class DistProgram:
 
     def tags(self) -> dict:
         return {m.name: m for m in self.maps}
-
-
-def delta_map_name(relation: str) -> str:
-    return f"DELTA_{relation}"
 
 
 # -------------------------------------------------------------- tag inference

@@ -19,6 +19,8 @@ backend can build secondary indexes for them.
 """
 from __future__ import annotations
 
+from toaster.calculus.maps import delta_map_name  # noqa: F401  (re-exported)
+
 from dataclasses import dataclass
 
 from toaster.types import Type
@@ -172,7 +174,3 @@ class ImpProgram:
             if m.name == name:
                 return m
         raise KeyError(name)
-
-
-def delta_map_name(relation: str) -> str:
-    return f"DELTA_{relation}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from toaster.calculus import ir as c
 from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
-from toaster.imperative.ir import delta_map_name
+from toaster.calculus.maps import delta_map_name
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
 from toaster.k3.ir import (

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
-from toaster.imperative.ir import delta_map_name
+from toaster.calculus.maps import delta_map_name
 from toaster.types import INT, FLOAT
 from toaster.k3.ir import (
     Var, Const, BinOp, Not, Cast, Call, Lookup, Tuple, Project, Lambda, Apply, IfThenElse,
