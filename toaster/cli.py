@@ -140,14 +140,14 @@ def list_passes(add) -> str:
 
 
 def _stage_list(spec: str) -> list[tuple[str | None, str]]:
-    from toaster.pipeline import ALL_STAGES, BRANCHES
+    from toaster.pipeline import ALL_STAGES, BRANCHES, VIEWS
     if spec == "all":
         return [(None, s) for s in ALL_STAGES]
     out = []
     for item in spec.split(","):
         branch, _, stage = item.strip().rpartition(":")
-        if stage not in ALL_STAGES:
-            raise UsageError(f"unknown stage {stage!r} (stages: {', '.join(ALL_STAGES)})")
+        if stage not in ALL_STAGES and stage not in VIEWS:
+            raise UsageError(f"unknown stage {stage!r} (stages: {', '.join(ALL_STAGES)}; views: {', '.join(VIEWS)})")
         if branch and branch not in BRANCHES:
             raise UsageError(f"unknown branch {branch!r} (branches: {', '.join(BRANCHES)})")
         out.append((branch or None, stage))
@@ -183,9 +183,10 @@ def run(args) -> int:
                 f.write(to_dot(comp.m3))
     if args.dump_dir and not stages:
         stages = [(None, "llvm"), (None, "spark")] if not args.run else []
+    from toaster.pipeline import VIEWS
     for branch, stage in stages:
         try:
-            ir = comp.stage(stage, branch)
+            ir = comp.stage(VIEWS.get(stage, stage), branch)
         except ToasterError as e:
             if args.dump_ir:
                 raise

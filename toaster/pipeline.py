@@ -40,6 +40,8 @@ BRANCHES = {
                           description="batch-mode M3 -> distributed M3 -> PySpark program"),
 }
 ALL_STAGES = ["sql", "calc", "m3", "k3", "imp", "llvm", "dist", "spark"]
+# printable views derived from a stage (not stages of their own: no pass gives them)
+VIEWS = {"plan": "m3"}
 # the branch that answers `--dump-ir STAGE` for a stage both branches produce
 _HOME = {"sql": "local", "calc": "local", "m3": "local", "k3": "local", "imp": "local", "llvm": "local",
          "dist": "distributed", "spark": "distributed"}
@@ -63,6 +65,9 @@ def load_pass_modules() -> None:
 def print_stage(stage: str, ir) -> str:
     """The canonical text of a stage's IR (what `--dump-ir` prints)."""
     match stage:
+        case "plan":
+            from toaster.m3.plan import materialization_plan, print_plan
+            return print_plan(materialization_plan(ir))
         case "sql":
             from toaster.frontend.passes import print_sql_stage
             return print_sql_stage(ir)

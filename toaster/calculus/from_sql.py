@@ -33,6 +33,11 @@ class CalcProgram:
     maps: tuple          # tuple[MapDecl] (role 'query')
     queries: tuple       # tuple[QueryResult]
 
+    def __str__(self) -> str:
+        """The program's canonical text (what --dump-ir calc prints)."""
+        from toaster.calculus.printer import print_calc_program
+        return print_calc_program(self)
+
 
 def column_var(ref: A.ColumnRef) -> Var:
     return Var(f"{ref.source}_{ref.name}", ref.type)

@@ -126,6 +126,11 @@ class DistProgram:
     queries: tuple
     stage: str = "tagged"   # 'tagged' (nested transformers) | 'blocks' (single-transformer form)
 
+    def __str__(self) -> str:
+        """The program's canonical text (what --dump-ir prints)."""
+        from toaster.dist.printer import print_dist
+        return print_dist(self)
+
     def map(self, name: str) -> DistMap:
         for m in self.maps:
             if m.name == name:

@@ -169,6 +169,11 @@ class ImpProgram:
     queries: tuple       # tuple[QueryResult, ...]
     mode: str = "tuple"  # 'tuple' | 'batch'
 
+    def __str__(self) -> str:
+        """The program's canonical text (what --dump-ir prints)."""
+        from toaster.imperative.printer import print_imp
+        return print_imp(self)
+
     def map(self, name: str) -> MapSpec:
         for m in self.maps:
             if m.name == name:

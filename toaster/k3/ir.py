@@ -249,6 +249,11 @@ class K3Program:
     queries: tuple
     mode: str = "tuple"
 
+    def __str__(self) -> str:
+        """The program's canonical text (what --dump-ir prints)."""
+        from toaster.k3.printer import print_k3
+        return print_k3(self)
+
     def map(self, name: str) -> K3Map:
         for m in self.maps:
             if m.name == name:

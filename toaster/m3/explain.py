@@ -42,7 +42,7 @@ def explain(m3) -> str:
         out.append(f"  {print_event(t.event)}")
         out += [f"      {print_statement(s)}" for s in t.statements]
     if m3.notes:
-        out += ["", "decisions:"] + [f"  {n}" for n in m3.notes]
+        out += ["", "decisions:"] + [f"  {n}" for n in dict.fromkeys(m3.notes)]   # each once
     out += ["", "dependency graph (map -> maps its maintenance reads):"]
     for n in nx.topological_sort(g) if nx.is_directed_acyclic_graph(g) else g.nodes:
         succ = sorted(g.successors(n))

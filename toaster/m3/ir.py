@@ -43,6 +43,11 @@ class M3Program:
     # the compiler's decisions, for `--explain` (not part of the program's meaning)
     notes: tuple = field(default=(), compare=False)
 
+    def __str__(self) -> str:
+        """The program's canonical text (what --dump-ir prints)."""
+        from toaster.m3.printer import print_m3
+        return print_m3(self)
+
     def map(self, name: str) -> MapDecl:
         for m in self.maps:
             if m.name == name:
