@@ -101,3 +101,48 @@ def test_table_layout(results):
 def test_unknown_format():
     with pytest.raises(ValueError, match="table, csv, json"):
         format_results([], "xml")
+
+
+def test_json_is_strict_with_non_finite_floats():
+    import json as _json
+    from toaster.runtime.output import json_dumps
+    text = json_dumps({"rows": [[1.5, float("nan"), float("inf"), float("-inf")]]})
+    assert _json.loads(text) == {"rows": [[1.5, "NaN", "Infinity", "-Infinity"]]}
+    assert "NaN," not in text.replace('"NaN"', "")
+
+
+def test_emit_changes_replays_to_the_final_snapshot(tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    run = lambda *a: subprocess.run([sys.executable, "-m", "toaster.pipeline", "examples/rst.sql", "--run",
+                                     "--output", "json", "--batch-size", "4", *a], cwd=root,
+                                    capture_output=True, text=True, timeout=300)
+    snap, changes = run(), run("--emit", "changes")
+    assert snap.returncode == changes.returncode == 0, changes.stderr
+    state: dict = {}
+    batches = set()
+    for line in changes.stdout.splitlines():
+        c = _json.loads(line)
+        batches.add(c["batch"])
+        rows = state.setdefault(c["name"], set())
+        for r in c["deleted"]:
+            rows.remove(tuple(r))
+        rows.update(tuple(r) for r in c["inserted"])
+    assert len(batches) > 1
+    final = {r["name"]: {tuple(x) for x in r["rows"]} for r in _json.loads(snap.stdout)}
+    assert state == final
+    assert "events in" in changes.stderr and "events/s" in changes.stderr   # the closing summary
+
+
+def test_run_warns_when_no_relation_has_a_source(tmp_path):
+    import subprocess
+    import sys
+    q = tmp_path / "q.sql"
+    q.write_text("CREATE STREAM R(A int);\nSELECT SUM(R.A) FROM R;\n")
+    r = subprocess.run([sys.executable, "-m", "toaster.pipeline", str(q), "--run"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0
+    assert "warning: no relation" in r.stderr

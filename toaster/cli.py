@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="summarize maps, triggers and the compiler's decisions")
     ap.add_argument("--dot", metavar="FILE", help="write the view dependency graph as Graphviz DOT")
     ap.add_argument("--output", choices=["table", "csv", "json"], default="table")
+    ap.add_argument("--emit", choices=["snapshot", "changes"], default="snapshot",
+                    help="with --run: print the views at the end (snapshot, default) or, after every "
+                         "batch, the rows each view lost and gained (changes)")
     ap.add_argument("--dump-ir", metavar="[BRANCH:]STAGE[,...]|all",
                     help="print the IR of these stages (the output of the last pass giving each)")
     ap.add_argument("--dump-dir", metavar="DIR", help="write one numbered file per pass as it runs")
@@ -254,18 +257,46 @@ def _print_times(comp) -> None:
 
 
 def _run_engine(comp, args) -> None:
+    import time
+
     from toaster.runtime.csv_source import load_sources
-    from toaster.runtime.output import format_results
+    from toaster.runtime.output import format_changes, format_results, result_changes
     engine = comp.engine(args.backend)
     try:
-        tables, streams = load_sources(engine.relations.values(), batch_size=args.batch_size,
-                                       base_dir=args.base_dir)
-        for b in tables:
+        relations = list(engine.relations.values())
+        if not any(r.source is not None for r in relations):
+            print(f"toaster: warning: no relation of {args.query} declares a source (FROM FILE); "
+                  "the views stay as they start", file=sys.stderr)
+        tables, streams = load_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir)
+        batches = list(tables) + list(streams)
+        events = 0
+        before = engine.results() if args.emit == "changes" else None
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        for i, b in enumerate(_progress(batches, args), start=1):
             engine.apply(b)
-        for b in streams:
-            engine.apply(b)
-        out = format_results(engine.results(), args.output)
+            events += len(b)
+            if before is not None:
+                after = engine.results()
+                sys.stdout.write(format_changes(i, result_changes(before, after), args.output))
+                before = after
+        seconds = time.perf_counter() - t0
+        if before is None:
+            out = format_results(engine.results(), args.output)
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        sys.stdout.flush()
+        rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else "-"
+        print(f"toaster: {events:,} events in {len(batches):,} batches, {seconds:.2f} s "
+              f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)", file=sys.stderr)
     finally:
         engine.close()
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
-    sys.stdout.flush()
+
+
+def _progress(batches, args):
+    """A progress bar on a terminal for long inputs (tqdm); the plain list otherwise."""
+    if not sys.stderr.isatty() or len(batches) < 2:
+        return batches
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return batches
+    return tqdm(batches, unit="batch", file=sys.stderr, leave=False, desc="events")

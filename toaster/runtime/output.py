@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Sequence
 
 from toaster.engine import ResultTable, display_value
@@ -79,9 +80,61 @@ def format_csv(results: Sequence[ResultTable]) -> str:
 def format_json(results: Sequence[ResultTable]) -> str:
     """A JSON list of ResultTable.to_json() dicts: {"name", "columns", "key_columns", "rows"}.
 
-    One result per line, so large outputs stay greppable. Non-finite floats print as
-    NaN / Infinity (Python's json dialect), since division by zero may produce them.
+    One result per line, so large outputs stay greppable. Strict JSON: a non-finite float (a
+    division by zero) prints as the string "NaN", "Infinity" or "-Infinity", which every JSON
+    parser reads and no finite number prints as.
     """
     if not results:
         return "[]\n"
-    return "[\n" + ",\n".join(json.dumps(r.to_json()) for r in results) + "\n]\n"
+    return "[\n" + ",\n".join(json_dumps(r.to_json()) for r in results) + "\n]\n"
+
+
+def json_dumps(obj) -> str:
+    return json.dumps(_finite(obj), allow_nan=False)
+
+
+def _finite(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+# ------------------------------------------------------------------ --emit changes
+
+def result_changes(before: Sequence[ResultTable], after: Sequence[ResultTable]) -> list:
+    """Per result whose rows changed: (result, deleted rows, inserted rows). A row whose values
+    changed under the same key is one deletion (old row) and one insertion (new row), as
+    Materialize's SUBSCRIBE and Feldera's outputs report updates."""
+    old = {r.name: set(r.rows) for r in before}
+    out = []
+    for r in after:
+        prev = old.get(r.name, set())
+        cur = set(r.rows)
+        deleted = sorted(prev - cur, key=repr)
+        inserted = sorted(cur - prev, key=repr)
+        if deleted or inserted:
+            out.append((r, deleted, inserted))
+    return out
+
+
+def format_changes(batch_no: int, changes: list, fmt: str = "table") -> str:
+    """One batch's view changes: JSON lines, or per result `- row` / `+ row` lines."""
+    lines = []
+    for r, deleted, inserted in changes:
+        show = lambda row: [display_value(v, t) for v, t in zip(row, r.types)]
+        if fmt == "json":
+            lines.append(json_dumps({"batch": batch_no, "name": r.name, "columns": list(r.columns),
+                                     "key_columns": r.key_columns,
+                                     "deleted": [show(x) for x in deleted],
+                                     "inserted": [show(x) for x in inserted]}))
+            continue
+        sep = "," if fmt == "csv" else " | "
+        lines.append(f"batch {batch_no} {r.name}: " + sep.join(r.columns))
+        for sign, rows in (("-", deleted), ("+", inserted)):
+            for row in rows:
+                lines.append(sign + " " + sep.join(cell_text(v, t) for v, t in zip(row, r.types)))
+    return "\n".join(lines) + ("\n" if lines else "")
