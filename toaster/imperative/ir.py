@@ -19,10 +19,9 @@ backend can build secondary indexes for them.
 """
 from __future__ import annotations
 
-from toaster.calculus.maps import delta_map_name  # noqa: F401  (re-exported)
-
 from dataclasses import dataclass
 
+from toaster.calculus.maps import delta_map_name  # noqa: F401  (re-exported)
 from toaster.types import Type
 
 
