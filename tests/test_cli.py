@@ -118,3 +118,10 @@ def test_malformed_input_row_exits_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().startswith("r.csv:2:")
     assert "Traceback" not in r.stderr
+
+
+def test_view_graph_as_a_picture(tmp_path):
+    png = tmp_path / "views.png"
+    r = run_cli(EXAMPLE, "--dot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

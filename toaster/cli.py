@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(sets calc_to_m3.depth)")
     ap.add_argument("--explain", action="store_true",
                     help="summarize maps, triggers and the compiler's decisions")
-    ap.add_argument("--dot", metavar="FILE", help="write the view dependency graph as Graphviz DOT")
+    ap.add_argument("--dot", metavar="FILE", help="write the view dependency graph: Graphviz DOT, or a "
+                    "picture when FILE ends in .png, .svg or .pdf (drawn with matplotlib)")
     ap.add_argument("--output", choices=["table", "csv", "json"], default="table")
     ap.add_argument("--emit", choices=["snapshot", "changes"], default="snapshot",
                     help="with --run: print the views at the end (snapshot, default) or, after every "
@@ -181,7 +182,10 @@ def run(args) -> int:
         from toaster.m3.explain import explain, to_dot
         if args.explain:
             print(explain(comp.m3))
-        if args.dot:
+        if args.dot and args.dot.lower().endswith((".png", ".svg", ".pdf")):
+            from toaster.m3.explain import draw_graph
+            draw_graph(comp.m3, args.dot)
+        elif args.dot:
             with open(args.dot, "w") as f:
                 f.write(to_dot(comp.m3))
     if args.dump_dir and not stages:

@@ -61,3 +61,41 @@ def to_dot(m3) -> str:
         lines.append(f'  "{a}" -> "{b}";')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def draw_graph(m3, path: str) -> None:
+    """Draw the view graph as a picture (PNG, SVG or PDF by the file's suffix) with matplotlib:
+    query maps on the left, each map's maintenance pointing at the maps it reads."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        from toaster.errors import UnsupportedError
+        raise UnsupportedError("drawing the view graph needs matplotlib (pip install 'toaster[bench]')") from None
+    g = dependency_graph(m3)
+    layers = {}
+    for depth, names in enumerate(nx.topological_generations(g) if nx.is_directed_acyclic_graph(g) else [g.nodes]):
+        for n in names:
+            layers[n] = depth
+    nx.set_node_attributes(g, layers, "layer")
+    pos = nx.multipartite_layout(g, subset_key="layer")
+    labels = {n: f"{n}\n[{_short_keys(d['keys'])}]" for n, d in g.nodes(data=True)}
+    colors = ["#f4b183" if d.get("role") == "query" else "#9dc3e6" for _, d in g.nodes(data=True)]
+    width = max(len(x) for x in (labels.values() or [""])) * 0.07
+    fig, ax = plt.subplots(figsize=(2 + (width + 1.5) * (max(layers.values(), default=0) + 1), 1.5 + 1.0 * len(g)))
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=500, node_shape="s")
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, arrowsize=14, node_size=500, node_shape="s")
+    nx.draw_networkx_labels(g, {n: (x, y - 0.09) for n, (x, y) in pos.items()}, labels, ax=ax,
+                            font_size=8, verticalalignment="top")
+    ax.margins(x=0.3, y=0.15)
+    ax.set_axis_off()
+    ax.set_title("views: a map -> the maps its maintenance reads (query maps in orange)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _short_keys(keys: str) -> str:
+    parts = [k.strip() for k in keys.split(",") if k.strip()]
+    return ", ".join(parts) if len(parts) <= 2 else f"{parts[0]}, ... {len(parts)} keys"
