@@ -21,6 +21,7 @@ from toaster.calculus.m3 import MapDecl
 from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
+from toaster.frontend.constants import folded
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
@@ -64,6 +65,9 @@ class Translator:
         expressions to the variables (or terms) that hold their values."""
         if aggs is not None and e in aggs:
             return [], aggs[e]
+        const = folded(e)
+        if const is not None:        # exact, rounded once (toaster.frontend.constants)
+            return [], Const(*const)
         match e:
             case A.Literal(v, t):
                 return [], Const(v, t)
@@ -101,7 +105,7 @@ class Translator:
     def value(self, e, aggs=None):
         """e as a calculus factor; a product is split into one factor per operand so that
         decomposition can place each factor with the relation it reads."""
-        if isinstance(e, A.BinaryOp) and (aggs is None or e not in aggs):
+        if isinstance(e, A.BinaryOp) and (aggs is None or e not in aggs) and folded(e) is None:
             # polynomial expansion of values (VLDBJ'14 §6.2): a sum of values is a sum of
             # factors, so each part can be materialized with the relation it reads
             if e.op == "*":
@@ -110,7 +114,7 @@ class Translator:
                 return mk_sum([self.value(e.left, aggs), self.value(e.right, aggs)])
             if e.op == "-":
                 return mk_sum([self.value(e.left, aggs), neg(self.value(e.right, aggs))])
-        if isinstance(e, A.Literal) and e.value == 1 and e.type == INT:
+        if folded(e) == (1, INT):
             return ONE
         pre, t = self.term(e, aggs)
         return mk_prod(pre + [Value(t)])

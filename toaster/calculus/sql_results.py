@@ -13,6 +13,7 @@ from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Su
 from toaster.calculus.m3 import MapDecl
 from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.frontend import ast as A
+from toaster.frontend.constants import folded
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
 
@@ -138,6 +139,9 @@ class _TopLevel:
         if e in key_exprs:
             i = key_exprs.index(e)
             return KeyRef(i, self.key_type(i))
+        const = folded(e)
+        if const is not None:
+            return Const(*const)
         match e:
             case A.Literal(v, t):
                 return Const(v, t)

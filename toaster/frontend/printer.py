@@ -8,13 +8,17 @@ columns then its value columns, with toaster's semantics spelled out in standard
     multiplicity (an outer GROUP BY over the query with COUNT(*)); DISTINCT gives multiplicity 1;
   * built-ins are translated (listmax -> greatest, 0-based substring -> 1-based, regexp_match
     -> an unanchored regexp_matches as 0/1, cast_int of a float truncates, ...);
-  * literals are typed explicitly (ints BIGINT, floats DOUBLE, dates DATE 'YYYY-MM-DD');
+  * literals are typed explicitly (ints BIGINT, dates DATE 'YYYY-MM-DD'); numbers written with
+    a point stay DECIMAL literals, so DuckDB folds `0.06 + 0.01` exactly, as toaster does;
   * ORDER BY (by result column position) and LIMIT are kept.
 Names are double-quoted; FROM aliases are unique program-wide, so correlation never shadows.
 """
 from __future__ import annotations
 
+from decimal import Decimal
+
 from toaster.errors import UnsupportedError
+from toaster.frontend.constants import decimal_text
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
 from toaster.types import DATE, STRING, FLOAT, int_to_date
@@ -41,6 +45,8 @@ class _Printer:
                     return "'" + str(v).replace("'", "''") + "'"
                 if isinstance(v, bool):
                     return "TRUE" if v else "FALSE"
+                if isinstance(v, Decimal):   # DuckDB: a DECIMAL literal, exact like toaster's
+                    return decimal_text(v) if duck else str(v)
                 if isinstance(v, float):
                     return f"CAST({v!r} AS DOUBLE)" if duck else repr(v)
                 return f"CAST({v} AS BIGINT)" if duck else str(v)
