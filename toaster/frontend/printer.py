@@ -2,8 +2,9 @@
 
 oracle_sql(q) gives a DuckDB query returning exactly toaster's result for a statement: its key
 columns then its value columns, with toaster's semantics spelled out in standard SQL:
-  * SUM / AVG / numeric MIN / MAX over no rows, and numeric scalar subqueries over no rows, are 0
-    (COALESCE); COUNT(e) is COUNT(*) (there are no NULLs); AVG and '/' are float;
+  * SUM / AVG / numeric MIN / MAX over no rows are 0 (COALESCE), except in the value of a scalar
+    subquery, which is SQL's NULL over no rows unless it is a COUNT (toaster.frontend.nulls);
+    COUNT(e) is COUNT(*) unless e can be NULL; AVG and '/' are float;
   * a non-aggregate statement or a set operation reports each distinct row once with its
     multiplicity (an outer GROUP BY over the query with COUNT(*)); DISTINCT gives multiplicity 1;
   * built-ins are translated (listmax -> greatest, 0-based substring -> 1-based, regexp_match
@@ -19,6 +20,7 @@ from decimal import Decimal
 
 from toaster.errors import UnsupportedError
 from toaster.frontend.constants import decimal_text
+from toaster.frontend.nulls import is_nullable, nullable_subqueries
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
 from toaster.types import DATE, STRING, FLOAT, int_to_date
@@ -30,6 +32,7 @@ class _Printer:
     def __init__(self, dialect: str):
         assert dialect in ("toaster", "duckdb")
         self.duck = dialect == "duckdb"
+        self.sql_nulls = False   # printing the targets of a scalar subquery that can be NULL
 
     def name(self, n: str) -> str:
         return '"' + n.replace('"', '""') + '"' if self.duck else n
@@ -74,6 +77,8 @@ class _Printer:
                     parts.append("ELSE 0")
                 return f"CASE {' '.join(parts)} END"
             case A.ScalarSubquery(query):
+                if duck and is_nullable(query):    # SQL's NULL over no rows, as toaster's guards
+                    return f"({self.query(query, sql_nulls=True)})"
                 s = f"({self.query(query)})"
                 if duck and e.type is not None and e.type.is_numeric:
                     return f"COALESCE({s}, 0)"
@@ -88,12 +93,14 @@ class _Printer:
         if not self.duck:
             return f"{func}({'DISTINCT ' if distinct else ''}{inner})"
         if func == "COUNT":
-            if not distinct:
+            if not distinct and not nullable_subqueries(args[0]):
                 return "COUNT(*)"
             return f"COUNT(DISTINCT {inner if len(args) == 1 else '(' + inner + ')'})"
         if func == "AVG":
             inner = f"CAST({inner} AS DOUBLE)"
         s = f"{func}({'DISTINCT ' if distinct else ''}{inner})"
+        if self.sql_nulls:
+            return s
         return f"COALESCE({s}, 0)" if e.type is not None and e.type.is_numeric else s
 
     def func(self, e: A.FuncCall) -> str:
@@ -176,15 +183,18 @@ class _Printer:
                 return f"({self.query(q)}) AS {self.name(alias)}"
         raise TypeError(f"cannot print {it!r}")
 
-    def query(self, q, with_order: bool = True) -> str:
+    def query(self, q, with_order: bool = True, sql_nulls: bool = False) -> str:
         if isinstance(q, A.SetOp):
             return f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
-        return self.select(q, with_order)
+        return self.select(q, with_order, sql_nulls=sql_nulls)
 
-    def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None) -> str:
+    def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None,
+               sql_nulls: bool = False) -> str:
         if targets is None:
+            saved, self.sql_nulls = self.sql_nulls, sql_nulls   # only this select's own aggregates
             targets = [f"{self.expr(t.expr)} AS {self.name(t.alias)}" if t.alias else self.expr(t.expr)
                        for t in sel.targets]
+            self.sql_nulls = saved
         out = f"SELECT {'DISTINCT ' if sel.distinct else ''}{', '.join(targets)}"
         if sel.from_items:
             out += f" FROM {', '.join(self.from_item(it) for it in sel.from_items)}"
