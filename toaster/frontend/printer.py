@@ -93,8 +93,8 @@ class _Printer:
         if not self.duck:
             return f"{func}({'DISTINCT ' if distinct else ''}{inner})"
         if func == "COUNT":
-            if not distinct and not nullable_subqueries(args[0]):
-                return "COUNT(*)"
+            if not distinct:   # no NULLs: COUNT(e) is COUNT(*), unless e can be NULL
+                return f"COUNT({inner})" if nullable_subqueries(args[0]) else "COUNT(*)"
             return f"COUNT(DISTINCT {inner if len(args) == 1 else '(' + inner + ')'})"
         if func == "AVG":
             inner = f"CAST({inner} AS DOUBLE)"
