@@ -325,6 +325,33 @@ def test_unsupported_constructs_are_named(sql, what, column):
     assert (e.line, e.column) == (L, column)
 
 
+@pytest.mark.parametrize("sql, what", [
+    ("SELECT R.A, (SELECT SUM(S.C) FROM S WHERE S.B = R.B) FROM R;", "can be empty in a result"),
+    ("SELECT SUM(R.A) + (SELECT SUM(S.C) FROM S) FROM R;", "can be empty in a sum"),
+    ("SELECT COUNT(*) FROM R WHERE LISTMAX(1, (SELECT SUM(S.C) FROM S)) > R.A;", "inside a function"),
+    ("SELECT COUNT(*) FROM R WHERE R.A < (SELECT LISTMAX(1, MIN(S.C)) FROM S);", "MIN over no rows"),
+])
+def test_empty_scalar_subqueries_are_refused_where_results_cannot_hold_null(sql, what):
+    """Issue 12: an empty SUM/MIN/... subquery is NULL; where toaster cannot represent NULL yet
+    it refuses by name instead of reporting 0."""
+    from toaster.pipeline import compile_sql
+    with pytest.raises(UnsupportedError, match=what):
+        compile_sql(SCHEMA + sql).stage("calc")
+
+
+def test_literals_are_exact_decimals_folded_once():
+    """Issue 12: `0.06 + 0.01` is 0.07 (not 0.06999999999999999), in toaster and in the oracle SQL."""
+    from decimal import Decimal
+    from toaster.frontend.constants import folded
+    from toaster.frontend.printer import print_expr
+    (lit,) = nodes(one("SELECT COUNT(*) FROM R WHERE R.A > 0.06;").select, A.Literal)[-1:]
+    assert lit.value == Decimal("0.06") and lit.type == FLOAT
+    q = one("SELECT COUNT(*) FROM R WHERE R.A > 0.06 + 0.01 AND R.B < (0.7 + 0.1) * 5 AND R.A <> 1 / 3;")
+    sums = [c.right for c in q.select.where.args]
+    assert [folded(e) for e in sums] == [(0.07, FLOAT), (4.0, FLOAT), (1 / 3, FLOAT)]
+    assert print_expr(sums[0], "duckdb") == "0.06 + 0.01"      # DuckDB folds the DECIMALs itself
+
+
 def test_syntax_error_position():
     with pytest.raises(SqlSyntaxError) as info:
         parse_sql(SCHEMA + "SELECT SUM(R.A) FROM R WHERE (R.A = 1", "q.sql")

@@ -21,6 +21,8 @@ from toaster.calculus.maps import MapDecl
 from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
+from toaster.frontend.constants import folded
+from toaster.frontend.nulls import condition_is_nullable, null_aggregates, nullable_subqueries, refuse_null
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
@@ -69,6 +71,9 @@ class Translator:
         expressions to the variables (or terms) that hold their values."""
         if aggs is not None and e in aggs:
             return [], aggs[e]
+        const = folded(e)
+        if const is not None:        # exact, rounded once (toaster.frontend.constants)
+            return [], Const(*const)
         match e:
             case A.Literal(v, t):
                 return [], Const(v, t)
@@ -84,6 +89,7 @@ class Translator:
             case A.AggCall():
                 raise _unsupported("an aggregate in this position", e)
             case A.FuncCall(name, args, _, t):
+                nullable_subqueries(e, aggs)        # refuses a NULL argument
                 pre, terms = [], []
                 for a in args:
                     f, ta = self.term(a, aggs)
@@ -95,6 +101,7 @@ class Translator:
                     terms.append(Const("date", STRING))
                 return pre, Func(fname, tuple(terms), t)
             case A.Case(whens, else_, _, t):
+                nullable_subqueries(e, aggs)        # refuses a NULL value
                 z = self.fresh("case", t)
                 return [self.case_branches(z, whens, else_, aggs, e)], z
             case A.ScalarSubquery(q, _, t):
@@ -106,7 +113,7 @@ class Translator:
     def value(self, e, aggs=None):
         """e as a calculus factor; a product is split into one factor per operand so that
         decomposition can place each factor with the relation it reads."""
-        if isinstance(e, A.BinaryOp) and (aggs is None or e not in aggs):
+        if isinstance(e, A.BinaryOp) and (aggs is None or e not in aggs) and folded(e) is None:
             # polynomial expansion of values (VLDBJ'14 §6.2): a sum of values is a sum of
             # factors, so each part can be materialized with the relation it reads
             if e.op == "*":
@@ -115,7 +122,7 @@ class Translator:
                 return mk_sum([self.value(e.left, aggs), self.value(e.right, aggs)])
             if e.op == "-":
                 return mk_sum([self.value(e.left, aggs), neg(self.value(e.right, aggs))])
-        if isinstance(e, A.Literal) and e.value == 1 and e.type == INT:
+        if folded(e) == (1, INT):
             return ONE
         pre, t = self.term(e, aggs)
         return mk_prod(pre + [Value(t)])
@@ -139,15 +146,30 @@ class Translator:
         return mk_sum(branches)
 
     # --------------------------------------------------------- conditions
-    def cond(self, c, aggs=None):
-        """A 0/1-valued calculus expression without output variables."""
+    def cond(self, c, aggs=None, negate: bool = False):
+        """A 0/1-valued calculus expression without output variables: 1 where c is true (with
+        negate: where c is false). SQL's three-valued logic: a comparison with a NULL (an empty
+        scalar subquery, toaster.frontend.nulls) is neither true nor false, so both are guarded."""
+        if negate and not condition_is_nullable(c, aggs):
+            return mk_sum([ONE, neg(self.cond(c, aggs))])
         match c:
             case None:
                 return ONE
             case A.Comparison(op, l, r):
+                guards = self.null_guards(l, aggs) + self.null_guards(r, aggs)
                 fl, tl = self.term(l, aggs)
                 fr, tr = self.term(r, aggs)
-                return mk_prod(fl + fr + [Cmp(op, tl, tr)])
+                test = Cmp(op, tl, tr)
+                return mk_prod(guards + fl + fr + [mk_sum([ONE, neg(test)]) if negate else test])
+            case A.And(args) if negate:
+                return _any([self.cond(a, aggs, True) for a in args])
+            case A.Or(args) if negate:
+                return mk_prod([self.cond(a, aggs, True) for a in args])
+            case A.NotCond(a):
+                return self.cond(a, aggs, not negate)
+            case A.InQuery(e) | A.Quantified(expr=e) | A.Like(e) if condition_is_nullable(c, aggs):
+                test = self.predicate(c, aggs)
+                return mk_prod(self.null_guards(e, aggs) + [mk_sum([ONE, neg(test)]) if negate else test])
             case A.And(args):
                 return mk_prod([self.cond(a, aggs) for a in args])
             case A.Or(args) if _mutually_exclusive(args):
@@ -155,15 +177,14 @@ class Translator:
                 # inclusion-exclusion terms, which grow exponentially)
                 return mk_sum([self.cond(a, aggs) for a in args])
             case A.Or(args):
-                acc = self.cond(args[0], aggs)
-                for a in args[1:]:
-                    b = self.cond(a, aggs)
-                    acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
-                return acc
-            case A.NotCond(a):
-                return mk_sum([ONE, neg(self.cond(a, aggs))])
+                return _any([self.cond(a, aggs) for a in args])
             case A.BoolConst(v):
                 return ONE if v else ZERO
+        return self.predicate(c, aggs)
+
+    def predicate(self, c, aggs):
+        """LIKE, EXISTS, IN (subquery), ALL / SOME: 0/1, as if their operand were not NULL."""
+        match c:
             case A.Like(e, pattern, negated):
                 f, t = self.term(e, aggs)
                 test = Cmp("=", Func("like", (t, Const(pattern, STRING)), INT), Const(1, INT))
@@ -188,6 +209,30 @@ class Translator:
                     return mk_prod(f + [self._count_test(failing, True)])
                 return mk_prod(f + [self._count_test(AggSum((), mk_prod([rows, match_])), False)])
         raise _unsupported(f"condition {type(c).__name__}", c)
+
+    def null_guards(self, e, aggs=None) -> list:
+        """Factors that are 1 iff the value e is not NULL: for each scalar subquery that can be
+        empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
+        out = []
+        for sub in nullable_subqueries(e, aggs):
+            for f in self.subquery_guard(sub):
+                if f not in out:
+                    out.append(f)
+        return out
+
+    def subquery_guard(self, sub: A.ScalarSubquery) -> list:
+        """Factors that are 1 iff the scalar subquery has a value: each of its SUM / AVG / MIN /
+        MAX aggregates has a row (one lifted count per distinct aggregated row set), and the
+        subqueries its value reads outside aggregates are not NULL."""
+        q = sub.query
+        base = self.body(q)
+        target = q.targets[0].expr
+        counts = []
+        for call in null_aggregates(target):
+            rows = mk_prod(base + (self.null_guards(call.args[0]) if call.args else []))
+            if rows not in counts:
+                counts.append(rows)
+        return [self._count_test(AggSum((), rows), False) for rows in counts] + self.null_guards(target)
 
     def _count_test(self, count_expr, zero: bool):
         z = self.fresh("cnt", INT)
@@ -231,9 +276,12 @@ class Translator:
                 raise _unsupported("LIMIT inside a subquery", sel)
         return tuple(outs), expr
 
-    def target_vars(self, exprs, aggs) -> tuple[list, list]:
+    def target_vars(self, exprs, aggs, outputs: bool = True) -> tuple[list, list]:
         outs, lifts = [], []
         for e in exprs:
+            if outputs and nullable_subqueries(e, aggs):
+                raise refuse_null("a scalar subquery that can be empty in a result "
+                                  "or FROM-subquery column", e)
             if isinstance(e, A.ColumnRef) and column_var(e) not in outs and aggs is None:
                 outs.append(column_var(e))
                 continue
@@ -250,6 +298,8 @@ class Translator:
             if isinstance(g, A.ColumnRef):
                 v = column_var(g)
             else:
+                if nullable_subqueries(g):
+                    raise refuse_null("a scalar subquery that can be empty in GROUP BY", g)
                 pre, t = self.term(g)
                 v = self.fresh("g", t.type)
                 lifts += pre + [Lift(v, Value(t))]
@@ -281,12 +331,14 @@ class Translator:
         return outs, AggSum(tuple(outs), mk_prod(factors + lifts))
 
     def aggregate(self, call: A.AggCall, base):
-        """A scalar expression for the aggregate over `base` (group variables bound outside)."""
+        """A scalar expression for the aggregate over `base` (group variables bound outside).
+        Rows where an argument is NULL (an empty scalar subquery) are left out, as in SQL."""
+        base = self.guarded(base, call.args)
         match call.func:
             case "SUM":
                 return AggSum((), mk_prod([base, self.value(call.args[0])]))
             case "COUNT" if call.distinct:
-                outs, lifts = self.target_vars(list(call.args), None)
+                outs, lifts = self.target_vars(list(call.args), None, outputs=False)
                 inner = AggSum(tuple(outs), mk_prod([base] + lifts))
                 d = self.fresh("d", INT)
                 return AggSum((), mk_prod([Lift(d, inner), Cmp("!=", d, Const(0, INT))]))
@@ -303,6 +355,11 @@ class Translator:
                 pre, t = self.term(call.args[0])
                 return Extremum(call.func.lower(), (), t, mk_prod([base] + pre))
         raise _unsupported(f"aggregate {call.func}", call)
+
+    def guarded(self, base, args):
+        """base restricted to the rows where no argument is NULL."""
+        guards = [g for a in args for g in self.null_guards(a)]
+        return mk_prod([base] + guards) if guards else base
 
     def scalar(self, q):
         """A scalar subquery: one aggregate value (0 over no rows)."""
@@ -384,6 +441,14 @@ def _equalities(c) -> dict:
             elif isinstance(x.left, A.Literal) and not isinstance(x.right, A.Literal):
                 out[x.right] = x.left.value
     return out
+
+
+def _any(parts: list):
+    """OR of 0/1 expressions by inclusion-exclusion: a + b - a*b, folded left."""
+    acc = parts[0]
+    for b in parts[1:]:
+        acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
+    return acc
 
 
 def _mutually_exclusive(conds) -> bool:

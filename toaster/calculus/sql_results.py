@@ -13,6 +13,8 @@ from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Su
 from toaster.calculus.maps import MapDecl
 from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.frontend import ast as A
+from toaster.frontend.constants import folded
+from toaster.frontend.nulls import condition_is_nullable, is_nullable, nullable_subqueries, refuse_null
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
 
@@ -67,6 +69,8 @@ class _TopLevel:
             if e in by_expr:
                 keys.append(by_expr[e])
             else:
+                if nullable_subqueries(e):
+                    raise refuse_null("a scalar subquery that can be empty in a key column", e)
                 pre, t = tr.term(e)
                 v = tr.fresh("k", t.type)
                 extra += pre + [Lift(v, Value(t))]
@@ -80,7 +84,8 @@ class _TopLevel:
         if simple:
             names = []
             for (name, e) in q.value_columns:
-                body = mk_prod([base, tr.value(e.args[0])]) if e.func == "SUM" else base
+                rows = tr.guarded(base, e.args)
+                body = mk_prod([rows, tr.value(e.args[0])]) if e.func == "SUM" else rows
                 names.append(self.add_map(name, keys, body).name)
             cols = tuple(ResultColumn(n, self.maps[i].type) for i, (n, _) in enumerate(q.value_columns))
             return QueryResult(q.name, self.key_cols(keys), cols, tuple(names))
@@ -104,12 +109,13 @@ class _TopLevel:
 
     def aggregate_term(self, call: A.AggCall, name: str, keys: tuple, base):
         tr = self.tr
+        base = tr.guarded(base, call.args)     # rows with a NULL argument are left out
         match call.func:
             case "SUM":
                 return MapValue(self.add_map(name, keys, mk_prod([base, tr.value(call.args[0])])).name,
                                 _sum_type(call))
             case "COUNT" if call.distinct:
-                outs, lifts = tr.target_vars(list(call.args), None)
+                outs, lifts = tr.target_vars(list(call.args), None, outputs=False)
                 m = self.add_map(name, keys + tuple(outs), mk_prod([base] + lifts))
                 return MapReduce("count", m.name, len(outs), INT)
             case "COUNT":
@@ -132,25 +138,37 @@ class _TopLevel:
         raise _unsupported(f"aggregate {call.func}", call)
 
     # ------------------------------------------------------------- result terms
-    def rterm(self, e, terms: dict, key_exprs: list):
+    def rterm(self, e, terms: dict, key_exprs: list, zero_ok: bool = True):
+        """A result term for e. zero_ok: a NULL here would make the whole value NULL, which the
+        oracle's comparison reads as 0 (a factor of a product), so an empty subquery's 0 may stand
+        for it; elsewhere (a sum, a divisor, a function argument) it is refused."""
         if e in terms:
             return terms[e]
         if e in key_exprs:
             i = key_exprs.index(e)
             return KeyRef(i, self.key_type(i))
+        const = folded(e)
+        if const is not None:
+            return Const(*const)
         match e:
             case A.Literal(v, t):
                 return Const(v, t)
             case A.BinaryOp(op, l, r, _, t):
-                return Arith(op, (self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs)), t)
+                left_ok = zero_ok and op in "*/"
+                right_ok = zero_ok and op == "*"
+                return Arith(op, (self.rterm(l, terms, key_exprs, left_ok),
+                                  self.rterm(r, terms, key_exprs, right_ok)), t)
             case A.Negate(a, _, t):
-                return Arith("neg", (self.rterm(a, terms, key_exprs),), t)
+                return Arith("neg", (self.rterm(a, terms, key_exprs, zero_ok),), t)
             case A.ScalarSubquery(sub, _, t):
+                if not zero_ok and is_nullable(sub):
+                    raise refuse_null("a scalar subquery that can be empty in a sum, "
+                                      "divisor or function argument of a result column", e)
                 return self.global_subquery(sub, t, e)
             case A.FuncCall(name, args, _, t):
                 decl = self.tr.functions.get(name)
                 fname = decl.external.lower() if decl is not None else name
-                return Func(fname, tuple(self.rterm(a, terms, key_exprs) for a in args), t)
+                return Func(fname, tuple(self.rterm(a, terms, key_exprs, False) for a in args), t)
         raise _unsupported(f"{type(e).__name__} over aggregates in a result", e)
 
     def global_subquery(self, sub, t, node):
@@ -166,24 +184,36 @@ class _TopLevel:
         m = self.add_map(f"{self.q.name}_SUB{n}", (), calc)
         return GlobalValue(m.name, t)
 
+    def subquery_guard(self, sub):
+        """A result term that is 1 iff the uncorrelated scalar subquery has a value."""
+        guard = mk_prod(self.tr.subquery_guard(sub))
+        n = sum(1 for m in self.maps if m.name.startswith(f"{self.q.name}_HAS")) + 1
+        return Cmp("!=", GlobalValue(self.add_map(f"{self.q.name}_HAS{n}", (), guard).name, INT), Const(0, INT))
+
     def key_type(self, i: int):
         e = self.q.key_columns[i][1]
         return e.type
 
-    def rcond(self, c, terms, key_exprs):
+    def rcond(self, c, terms, key_exprs, negate: bool = False):
+        """1 where the HAVING condition c is true (negate: false); a comparison with an empty
+        scalar subquery (NULL) is neither (three-valued logic, as in from_sql.cond)."""
+        if negate and not condition_is_nullable(c, terms):
+            return _not(self.rcond(c, terms, key_exprs))
         match c:
             case A.Comparison(op, l, r):
-                return Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
+                test = Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
+                guards = tuple(self.subquery_guard(s) for x in (l, r) for s in nullable_subqueries(x, terms))
+                return Prod(guards + (_not(test) if negate else test,)) if guards else test
+            case A.And(args) if negate:
+                return _or([self.rcond(a, terms, key_exprs, True) for a in args])
+            case A.Or(args) if negate:
+                return Prod(tuple(self.rcond(a, terms, key_exprs, True) for a in args))
             case A.And(args):
                 return Prod(tuple(self.rcond(a, terms, key_exprs) for a in args))
             case A.Or(args):
-                acc = self.rcond(args[0], terms, key_exprs)
-                for a in args[1:]:
-                    b = self.rcond(a, terms, key_exprs)
-                    acc = Sum((acc, b, Prod((Value(Const(-1, INT)), acc, b))))
-                return acc
+                return _or([self.rcond(a, terms, key_exprs) for a in args])
             case A.NotCond(a):
-                return Sum((Value(Const(1, INT)), Prod((Value(Const(-1, INT)), self.rcond(a, terms, key_exprs)))))
+                return self.rcond(a, terms, key_exprs, not negate)
             case A.BoolConst(v):
                 return Value(Const(1 if v else 0, INT))
         raise _unsupported(f"{type(c).__name__} in HAVING", c)
@@ -194,6 +224,17 @@ class _TopLevel:
             return (), None
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
         return order, sel.limit
+
+
+def _not(t):
+    return Sum((Value(Const(1, INT)), Prod((Value(Const(-1, INT)), t))))
+
+
+def _or(parts: list):
+    acc = parts[0]
+    for b in parts[1:]:
+        acc = Sum((acc, b, Prod((Value(Const(-1, INT)), acc, b))))
+    return acc
 
 
 def _sum_type(call):

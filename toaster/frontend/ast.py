@@ -23,7 +23,8 @@ NOPOS = Pos(0, 0)
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    value: object          # int | float | str | bool ; dates as int YYYYMMDD
+    value: object          # int | Decimal (a number written with a point or exponent: exact) |
+    #                        float | str | bool ; dates as int YYYYMMDD
     type: Type
     pos: Pos = field(default=NOPOS, compare=False)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import os
+from decimal import Decimal
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -367,7 +368,7 @@ class _ToAst(Transformer):
 
     def float_lit(self, children):
         t = children[0]
-        return A.Literal(float(t), FLOAT, _pos(t))
+        return A.Literal(Decimal(str(t)), FLOAT, _pos(t))   # exact digits (toaster.frontend.constants)
 
     def string_lit(self, children):
         t = children[0]

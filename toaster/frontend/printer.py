@@ -2,19 +2,25 @@
 
 oracle_sql(q) gives a DuckDB query returning exactly toaster's result for a statement: its key
 columns then its value columns, with toaster's semantics spelled out in standard SQL:
-  * SUM / AVG / numeric MIN / MAX over no rows, and numeric scalar subqueries over no rows, are 0
-    (COALESCE); COUNT(e) is COUNT(*) (there are no NULLs); AVG and '/' are float;
+  * SUM / AVG / numeric MIN / MAX over no rows are 0 (COALESCE), except in the value of a scalar
+    subquery, which is SQL's NULL over no rows unless it is a COUNT (toaster.frontend.nulls);
+    COUNT(e) is COUNT(*) unless e can be NULL; AVG and '/' are float;
   * a non-aggregate statement or a set operation reports each distinct row once with its
     multiplicity (an outer GROUP BY over the query with COUNT(*)); DISTINCT gives multiplicity 1;
   * built-ins are translated (listmax -> greatest, 0-based substring -> 1-based, regexp_match
     -> an unanchored regexp_matches as 0/1, cast_int of a float truncates, ...);
-  * literals are typed explicitly (ints BIGINT, floats DOUBLE, dates DATE 'YYYY-MM-DD');
+  * literals are typed explicitly (ints BIGINT, dates DATE 'YYYY-MM-DD'); numbers written with
+    a point stay DECIMAL literals, so DuckDB folds `0.06 + 0.01` exactly, as toaster does;
   * ORDER BY (by result column position) and LIMIT are kept.
 Names are double-quoted; FROM aliases are unique program-wide, so correlation never shadows.
 """
 from __future__ import annotations
 
+from decimal import Decimal
+
 from toaster.errors import UnsupportedError
+from toaster.frontend.constants import decimal_text
+from toaster.frontend.nulls import is_nullable, nullable_subqueries
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
 from toaster.types import DATE, STRING, FLOAT, int_to_date
@@ -26,6 +32,7 @@ class _Printer:
     def __init__(self, dialect: str):
         assert dialect in ("toaster", "duckdb")
         self.duck = dialect == "duckdb"
+        self.sql_nulls = False   # printing the targets of a scalar subquery that can be NULL
 
     def name(self, n: str) -> str:
         return '"' + n.replace('"', '""') + '"' if self.duck else n
@@ -41,6 +48,8 @@ class _Printer:
                     return "'" + str(v).replace("'", "''") + "'"
                 if isinstance(v, bool):
                     return "TRUE" if v else "FALSE"
+                if isinstance(v, Decimal):   # DuckDB: a DECIMAL literal, exact like toaster's
+                    return decimal_text(v) if duck else str(v)
                 if isinstance(v, float):
                     return f"CAST({v!r} AS DOUBLE)" if duck else repr(v)
                 return f"CAST({v} AS BIGINT)" if duck else str(v)
@@ -68,6 +77,8 @@ class _Printer:
                     parts.append("ELSE 0")
                 return f"CASE {' '.join(parts)} END"
             case A.ScalarSubquery(query):
+                if duck and is_nullable(query):    # SQL's NULL over no rows, as toaster's guards
+                    return f"({self.query(query, sql_nulls=True)})"
                 s = f"({self.query(query)})"
                 if duck and e.type is not None and e.type.is_numeric:
                     return f"COALESCE({s}, 0)"
@@ -82,12 +93,14 @@ class _Printer:
         if not self.duck:
             return f"{func}({'DISTINCT ' if distinct else ''}{inner})"
         if func == "COUNT":
-            if not distinct:
-                return "COUNT(*)"
+            if not distinct:   # no NULLs: COUNT(e) is COUNT(*), unless e can be NULL
+                return f"COUNT({inner})" if nullable_subqueries(args[0]) else "COUNT(*)"
             return f"COUNT(DISTINCT {inner if len(args) == 1 else '(' + inner + ')'})"
         if func == "AVG":
             inner = f"CAST({inner} AS DOUBLE)"
         s = f"{func}({'DISTINCT ' if distinct else ''}{inner})"
+        if self.sql_nulls:
+            return s
         return f"COALESCE({s}, 0)" if e.type is not None and e.type.is_numeric else s
 
     def func(self, e: A.FuncCall) -> str:
@@ -170,15 +183,18 @@ class _Printer:
                 return f"({self.query(q)}) AS {self.name(alias)}"
         raise TypeError(f"cannot print {it!r}")
 
-    def query(self, q, with_order: bool = True) -> str:
+    def query(self, q, with_order: bool = True, sql_nulls: bool = False) -> str:
         if isinstance(q, A.SetOp):
             return f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
-        return self.select(q, with_order)
+        return self.select(q, with_order, sql_nulls=sql_nulls)
 
-    def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None) -> str:
+    def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None,
+               sql_nulls: bool = False) -> str:
         if targets is None:
+            saved, self.sql_nulls = self.sql_nulls, sql_nulls   # only this select's own aggregates
             targets = [f"{self.expr(t.expr)} AS {self.name(t.alias)}" if t.alias else self.expr(t.expr)
                        for t in sel.targets]
+            self.sql_nulls = saved
         out = f"SELECT {'DISTINCT ' if sel.distinct else ''}{', '.join(targets)}"
         if sel.from_items:
             out += f" FROM {', '.join(self.from_item(it) for it in sel.from_items)}"

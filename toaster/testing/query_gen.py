@@ -8,11 +8,13 @@ and scoped by construction: every column is qualified with an alias that is uniq
 query, so correlated subqueries may refer to any enclosing source. Generated constructs: comma
 joins, JOIN ... ON, NATURAL JOIN, FROM subqueries (aggregate and not), WHERE with AND/OR/NOT,
 all comparison operators, BETWEEN, IN lists, IN / NOT IN / EXISTS / NOT EXISTS subqueries,
-comparisons with scalar (aggregate, possibly correlated) subqueries, CASE, LISTMIN/LISTMAX,
+comparisons with scalar (aggregate, possibly correlated, NULL when empty unless a COUNT)
+subqueries, comparisons with literal arithmetic (`(0.7 + 0.1) * 5`), CASE, LISTMIN/LISTMAX,
 arithmetic, DISTINCT, GROUP BY (with unselected columns), HAVING, SUM/COUNT/COUNT(DISTINCT)/
 AVG/MIN/MAX and UNION ALL.
 
-Values stay exact and defined: conditions compare integer expressions only (no rounding
+Values stay exact and defined: conditions compare integer expressions only, or with exact
+constant arithmetic (no rounding
 differences between engines), '/' appears only in result values and always divides by
 LISTMAX(1, ...) >= 1, and AVG is never compared with '=' or '<>'.
 """
@@ -32,6 +34,7 @@ RST_RELATIONS = tuple(RelationDecl(n, tuple(Column(c, INT) for c in cols), "stre
 DECLARATIONS = "".join(f"CREATE STREAM {n}({', '.join(c + ' int' for c in cols)});\n" for n, cols in SCHEMA.items())
 
 COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
+DECIMALS = ("0.1", "0.2", "0.7", "0.06", "0.01", "1.5", "2.9")   # inexact in binary, exact as DECIMAL
 SMALL_DOMAIN = {INT: (0, 1, 2, 3, 4)}
 
 
@@ -158,17 +161,18 @@ class _Gen:
             case "list":
                 fn = self.choice(("LISTMIN", "LISTMAX"))
                 return f"{fn}({self.int_expr(sources, depth - 1)}, {self.int_expr(sources, depth - 1)})"
-            case "scalar":
-                return self.scalar_subquery(sources)
+            case "scalar":   # a COUNT: never NULL, so it may stand anywhere
+                return self.scalar_subquery(sources, count_only=True)
 
-    def scalar_subquery(self, sources) -> str:
-        """(SELECT SUM|COUNT|MIN|MAX(...) FROM ... [WHERE ... correlated]): an int, 0 over no rows."""
+    def scalar_subquery(self, sources, count_only: bool = False) -> str:
+        """(SELECT SUM|COUNT|MIN|MAX(...) FROM ... [WHERE ... correlated]): an int; over no rows
+        COUNT is 0 and the others are NULL (only compared: toaster's results hold no NULL yet)."""
         self.budget -= 1
         sub = _Gen(self.draw, self.next_id, self.budget, self.outer + [list(sources)])
         text, inner, joins = sub.from_clause(allow_subquery=False)
         conds = joins + ([sub.condition(inner, 1)] if sub.flip(6) else [])
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        agg = sub.choice(("SUM", "COUNT", "MIN", "MAX"))
+        agg = "COUNT" if count_only else sub.choice(("SUM", "COUNT", "MIN", "MAX"))
         # the argument reads inner columns only: SQL makes SUM(outer.col) an aggregate of the outer query
         sub.outer, correlated = [], sub.outer
         arg = "*" if agg == "COUNT" else sub.int_expr(inner, 1)
@@ -179,7 +183,7 @@ class _Gen:
     # ------------------------------------------------------------------ conditions
     def condition(self, sources, depth: int) -> str:
         e = min(depth, 1)     # expressions in conditions shrink with the condition's depth
-        kinds = ["cmp", "cmp", "cmp", "between", "in_list"]
+        kinds = ["cmp", "cmp", "cmp", "between", "in_list", "cmp_literal"]
         if depth > 0:
             kinds += ["and", "or", "not"]
             if self.budget > 0:
@@ -187,6 +191,8 @@ class _Gen:
         match self.choice(kinds):
             case "cmp":
                 return f"{self.int_expr(sources, e)} {self.choice(COMPARISONS)} {self.int_expr(sources, e)}"
+            case "cmp_literal":   # exact constant arithmetic, often landing on an integer
+                return f"{self.int_expr(sources, e)} {self.choice(COMPARISONS)} {self.decimal_constant()}"
             case "between":
                 neg = "NOT " if self.flip(2) else ""
                 return (f"{self.int_expr(sources, e)} {neg}BETWEEN {self.int_expr(sources, 0)} "
@@ -207,6 +213,12 @@ class _Gen:
                 return f"{self.int_expr(sources, 0)} {neg}IN ({self.row_subquery(sources)})"
             case "cmp_scalar":
                 return f"{self.int_expr(sources, e)} {self.choice(COMPARISONS)} {self.scalar_subquery(sources)}"
+
+    def decimal_constant(self) -> str:
+        """Literal arithmetic such as `(0.7 + 0.1) * 5` (4 exactly; 3.9999999999999996 in doubles)."""
+        a, b = self.choice(DECIMALS), self.choice(DECIMALS)
+        op = self.choice(("+", "-"))
+        return f"({a} {op} {b}) * {self.choice(('1', '5', '10', '100'))}"
 
     def row_subquery(self, sources, star: bool = False) -> str:
         """A (possibly correlated) one-column non-aggregate subquery for IN / EXISTS."""
