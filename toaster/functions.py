@@ -26,7 +26,7 @@ Semantics are IEEE/libm wherever numbers are concerned, never a Python exception
   * vector_angle is acos(u.v / (|u| |v|)) clamped into [-1, 1] (nan, e.g. for a zero vector,
     stays nan); dihedral_angle(p1..p4) is the signed torsion angle
         atan2(|b2| * b1.(b2 x b3), (b1 x b2).(b2 x b3)),  b1 = p2-p1, b2 = p3-p2, b3 = p4-p3
-    in radians, in (-pi, pi], with no division, so coincident points give atan2(0, 0) = 0;
+    in radians, in (-pi, pi], with no division, so coincident points give atan2(0, +0) = 0;
   * hash(x) is the splitmix64 finalizer of x's 64 bits (a float's IEEE bits with -0.0 as 0.0,
     a string's CRC-32), as a signed i64. DuckDB has no counterpart, so the oracle refuses it;
   * regexp_match(pattern, s) is an UNANCHORED search (POSIX regexec): 1 if the pattern matches
@@ -358,7 +358,8 @@ def _dihedral_angle(m, *xs):
     p = [xs[3 * i:3 * i + 3] for i in range(4)]
     b1, b2, b3 = ([m.sub(p[i + 1][k], p[i][k]) for k in range(3)] for i in range(3))
     n1, n2 = _cross(m, b1, b2), _cross(m, b2, b3)
-    return m.atan2(m.mul(m.sqrt(_dot(m, b2, b2)), _dot(m, b1, n2)), _dot(m, n1, n2))
+    # + 0.0 turns a -0.0 into 0.0: with coincident points the angle is atan2(0, 0) = 0, not pi
+    return m.atan2(m.mul(m.sqrt(_dot(m, b2, b2)), _dot(m, b1, n2)), m.add(_dot(m, n1, n2), m.const(0.0)))
 
 
 def _radians(m, x):
@@ -395,7 +396,7 @@ def _duck_dihedral(a, _ts):
     p = [[_dbl(a[3 * i + k]) for k in range(3)] for i in range(4)]
     b = [[f"({p[i + 1][k]} - {p[i][k]})" for k in range(3)] for i in range(3)]
     n1, n2 = _duck_cross(b[0], b[1]), _duck_cross(b[1], b[2])
-    return f"atan2(sqrt({_duck_dot(b[1], b[1])}) * {_duck_dot(b[0], n2)}, {_duck_dot(n1, n2)})"
+    return f"atan2(sqrt({_duck_dot(b[1], b[1])}) * {_duck_dot(b[0], n2)}, {_duck_dot(n1, n2)} + 0.0)"
 
 
 def _duck_date_as_int(x: str) -> str:
