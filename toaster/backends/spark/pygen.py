@@ -13,7 +13,6 @@ import ast
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapClear)
-from toaster.types import INT, FLOAT, BOOL
 
 _ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _CMP = {"=": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
