@@ -7,12 +7,11 @@ This evaluator is the specification that every lower stage and backend must agre
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, schema)
-from toaster.calculus.functions import call
+from toaster.functions import COMPARISONS, call, cast, divide
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
 
@@ -24,16 +23,6 @@ class Database:
     relations: dict = field(default_factory=dict)
     maps: dict = field(default_factory=dict)
     deltas: dict = field(default_factory=dict)
-
-
-def divide(a, b):
-    """IEEE division: x/0 is ±inf, 0/0 is nan (DIALECT.md §9), never an exception."""
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a == 0 or a != a:
-            return math.nan
-        return math.copysign(math.inf, a) * (math.copysign(1.0, b) if isinstance(b, float) else 1.0)
 
 
 def eval_term(t, env: dict):
@@ -57,10 +46,10 @@ def eval_term(t, env: dict):
         case Arith("-", (a, b), ty):
             return _num(eval_term(a, env) - eval_term(b, env), ty)
         case Arith("/", (a, b), _):
-            return divide(float(eval_term(a, env)), float(eval_term(b, env)))
+            return divide(eval_term(a, env), eval_term(b, env))
         case Func(name, args, ty):
             v = call(name, [eval_term(a, env) for a in args])
-            return float(v) if ty == FLOAT and not isinstance(v, str) else v
+            return cast(v, ty)
     raise TypeError(f"not a term: {t!r}")
 
 
@@ -68,8 +57,7 @@ def _num(v, ty):
     return float(v) if ty == FLOAT else v
 
 
-_CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_CMP = COMPARISONS
 
 
 def _match_atom(vs, table: dict, env: dict):

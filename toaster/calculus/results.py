@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toaster.calculus.evaluator import divide
-from toaster.calculus.functions import call
+from toaster.functions import COMPARISONS, call, cast, divide
 from toaster.calculus.ir import Arith, Cmp, Const, Func, Prod, Sum, Value
 from toaster.types import FLOAT, Type
 
@@ -47,8 +46,7 @@ class KeyRef:
     type: Type
 
 
-_CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_CMP = COMPARISONS
 
 
 class RowContext:
@@ -91,7 +89,7 @@ def eval_result(t, key: tuple, ctx: RowContext):
         case Arith("neg", (a,), _):
             return -eval_result(a, key, ctx)
         case Arith("/", (a, b), _):
-            return divide(float(eval_result(a, key, ctx)), float(eval_result(b, key, ctx)))
+            return divide(eval_result(a, key, ctx), eval_result(b, key, ctx))
         case Arith(op, args, ty):
             vals = [eval_result(a, key, ctx) for a in args]
             if op == "+":
@@ -105,7 +103,7 @@ def eval_result(t, key: tuple, ctx: RowContext):
             return float(v) if ty == FLOAT else v
         case Func(name, args, ty):
             v = call(name, [eval_result(a, key, ctx) for a in args])
-            return float(v) if ty == FLOAT and not isinstance(v, str) else v
+            return cast(v, ty)
         case Value(term):
             return eval_result(term, key, ctx)
         case Cmp(op, a, b):

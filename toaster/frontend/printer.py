@@ -7,8 +7,8 @@ columns then its value columns, with toaster's semantics spelled out in standard
     COUNT(e) is COUNT(*) unless e can be NULL; AVG and '/' are float;
   * a non-aggregate statement or a set operation reports each distinct row once with its
     multiplicity (an outer GROUP BY over the query with COUNT(*)); DISTINCT gives multiplicity 1;
-  * built-ins are translated (listmax -> greatest, 0-based substring -> 1-based, regexp_match
-    -> an unanchored regexp_matches as 0/1, cast_int of a float truncates, ...);
+  * functions are translated by the registry (toaster/functions.py: listmax -> greatest,
+    0-based substring -> 1-based, vec_length -> its formula, ...);
   * literals are typed explicitly (ints BIGINT, dates DATE 'YYYY-MM-DD'); numbers written with
     a point stay DECIMAL literals, so DuckDB folds `0.06 + 0.01` exactly, as toaster does;
   * ORDER BY (by result column position) and LIMIT are kept.
@@ -23,16 +23,18 @@ from toaster.frontend.constants import decimal_text
 from toaster.frontend.nulls import is_nullable, nullable_subqueries
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
-from toaster.types import DATE, STRING, FLOAT, int_to_date
+from toaster.functions import FUNCTIONS, duckdb_sql
+from toaster.types import DATE, STRING, int_to_date
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
 class _Printer:
-    def __init__(self, dialect: str):
+    def __init__(self, dialect: str, externals: dict | None = None):
         assert dialect in ("toaster", "duckdb")
         self.duck = dialect == "duckdb"
         self.sql_nulls = False   # printing the targets of a scalar subquery that can be NULL
+        self.externals = externals or {}    # declared function name -> its EXTERNAL name
 
     def name(self, n: str) -> str:
         return '"' + n.replace('"', '""') + '"' if self.duck else n
@@ -104,50 +106,19 @@ class _Printer:
         return f"COALESCE({s}, 0)" if e.type is not None and e.type.is_numeric else s
 
     def func(self, e: A.FuncCall) -> str:
-        name, args = e.name, e.args
-        a = [self.expr(x) for x in args]
+        """A call; for DuckDB, the registry's translation (toaster/functions.py) of the function
+        it names, through its CREATE FUNCTION ... EXTERNAL name if it was declared."""
+        a = [self.expr(x) for x in e.args]
         if not self.duck:
-            return f"{name}({', '.join(a)})"
-        t0 = args[0].type if args else None
-        match name:
-            case "listmin" | "listmax":
-                return f"{'least' if name == 'listmin' else 'greatest'}({', '.join(a)})"
-            case "date_part":
-                return f"CAST(date_part({a[0]}, {a[1]}) AS BIGINT)"
-            case "regexp_match":
-                return f"CASE WHEN regexp_matches({a[1]}, {a[0]}) THEN 1 ELSE 0 END"
-            case "substring":
-                return f"substring({a[0]}, ({a[1]}) + 1, {a[2]})"
-            case "cast_int":
-                if t0 == FLOAT:
-                    return f"CAST(trunc({a[0]}) AS BIGINT)"
-                if t0 == STRING:
-                    return (f"COALESCE(TRY_CAST(regexp_extract({a[0]}, '^\\s*([-+]?[0-9]+)', 1) AS BIGINT), 0)")
-                if t0 == DATE:
-                    return _date_as_int(a[0])
-                return f"CAST({a[0]} AS BIGINT)"
-            case "cast_float":
-                return f"CAST({_date_as_int(a[0]) if t0 == DATE else a[0]} AS DOUBLE)"
-            case "cast_string":
-                return f"CAST({a[0]} AS VARCHAR)"
-            case "cast_date":
-                return f"CAST({a[0]} AS DATE)"
-            case "vec_length":
-                return f"sqrt({_sq(a[0])} + {_sq(a[1])} + {_sq(a[2])})"
-            case "vector_angle":
-                dot = f"(({a[0]}) * ({a[3]}) + ({a[1]}) * ({a[4]}) + ({a[2]}) * ({a[5]}))"
-                norms = f"(sqrt({_sq(a[0])} + {_sq(a[1])} + {_sq(a[2])}) * sqrt({_sq(a[3])} + {_sq(a[4])} + {_sq(a[5])}))"
-                return f"acos(greatest(-1.0, least(1.0, CAST({dot} AS DOUBLE) / {norms})))"
-            case "dihedral_angle":
-                return _dihedral(a)
-            case "radians" | "degrees":
-                return f"{name}(CAST({a[0]} AS DOUBLE))"
-            case "pow":
-                return f"pow(CAST({a[0]} AS DOUBLE), CAST({a[1]} AS DOUBLE))"
-            case "hash":
-                raise UnsupportedError("hash() in the DuckDB oracle (its value depends on the runtime)",
-                                       line=e.pos.line or None, column=e.pos.column or None)
-        return f"{name}({', '.join(a)})"   # declared external functions: DuckDB's of that name
+            return f"{e.name}({', '.join(a)})"
+        name = self.externals.get(e.name, e.name)
+        f = FUNCTIONS.get(name)
+        if f is None:
+            return f"{name}({', '.join(a)})"   # an unregistered external: DuckDB's of that name
+        try:
+            return duckdb_sql(f, a, [x.type for x in e.args])
+        except UnsupportedError as err:
+            raise UnsupportedError(err.message, line=e.pos.line or None, column=e.pos.column or None) from None
 
     # ------------------------------------------------------------ conditions
     def cond(self, c) -> str:
@@ -212,29 +183,6 @@ class _Printer:
         return out
 
 
-def _sq(x: str) -> str:
-    return f"({x}) * ({x})"
-
-
-def _date_as_int(x: str) -> str:
-    return f"(year({x}) * 10000 + month({x}) * 100 + day({x}))"
-
-
-def _dihedral(a: list) -> str:
-    """atan2(|b2| * b1.(b2 x b3), (b1 x b2).(b2 x b3)), see toaster.frontend.functions."""
-    p = [[f"CAST({a[3 * i + k]} AS DOUBLE)" for k in range(3)] for i in range(4)]
-    b = [[f"({p[i + 1][k]} - {p[i][k]})" for k in range(3)] for i in range(3)]
-
-    def cross(u, v):
-        return [f"({u[1]} * {v[2]} - {u[2]} * {v[1]})", f"({u[2]} * {v[0]} - {u[0]} * {v[2]})",
-                f"({u[0]} * {v[1]} - {u[1]} * {v[0]})"]
-
-    def dot(u, v):
-        return f"({u[0]} * {v[0]} + {u[1]} * {v[1]} + {u[2]} * {v[2]})"
-    n1, n2 = cross(b[0], b[1]), cross(b[1], b[2])
-    return f"atan2(sqrt({dot(b[1], b[1])}) * {dot(b[0], n2)}, {dot(n1, n2)})"
-
-
 # ------------------------------------------------------------------ public API
 
 def print_expr(e, dialect: str = "toaster") -> str:
@@ -277,7 +225,7 @@ def print_sql_program(relations, queries) -> str:
 
 def oracle_sql(q: ResolvedQuery) -> str:
     """A DuckDB query returning exactly toaster's result columns: keys, then values."""
-    p = _Printer("duckdb")
+    p = _Printer("duckdb", {f.name: f.external.lower() for f in q.functions})
     sel = q.select
     result_exprs = [e for _, e in q.key_columns] + [e for _, e in q.value_columns]
     if isinstance(sel, A.Select) and q.is_aggregate:

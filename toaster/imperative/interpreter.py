@@ -3,7 +3,8 @@
 A debugging engine that pins down the IR's meaning for the native backends:
   * maps are dicts key-tuple -> number; MapGet of a missing key is 0; ForEach visits a
     snapshot of the entries matching its pattern and skips zero values;
-  * '/' is float division (IEEE: x / 0 is +-inf, 0 / 0 is nan); Cast converts INT <-> FLOAT and BOOL -> INT;
+  * '/', casts, comparisons and function calls are toaster.functions' (IEEE division, casts
+    from FLOAT to INT saturating with nan -> 0);
   * tuple mode: apply(batch) runs on_insert_R / on_delete_R once per row, in order;
     batch mode: DELTA_<R> is filled with net multiplicities (zero entries dropped), the
     on_batch_R trigger runs, and DELTA_<R> is cleared.
@@ -14,7 +15,8 @@ from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
-from toaster.k3.interpreter import binop, cast, call
+from toaster.functions import call, cast
+from toaster.k3.interpreter import binop
 
 
 class ImpInterpreter:
@@ -32,9 +34,9 @@ class ImpInterpreter:
             case Not(a, _):
                 return not self.expr(a, env)
             case Cast(t, a):
-                return cast(t, self.expr(a, env))
-            case Call(n, args, _):
-                return call(n, [self.expr(a, env) for a in args])
+                return cast(self.expr(a, env), t)
+            case Call(n, args, t):
+                return call(n, [self.expr(a, env) for a in args], t)
             case MapGet(m, keys, _):
                 return self.maps[m].get(tuple(self.expr(k, env) for k in keys), 0)
         raise TypeError(f"not an imperative expression: {e!r}")

@@ -6,13 +6,12 @@ tests can check m3_to_k3 and every k3 -> k3 pass against the M3 reference interp
 """
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 from toaster.engine import TriggerEngine
 from toaster.errors import UnsupportedError
 from toaster.calculus.maps import delta_map_name
-from toaster.types import INT, FLOAT
+from toaster.functions import COMPARISONS, call, cast, compare, divide
 from toaster.k3.ir import (
     Var, Const, BinOp, Not, Cast, Call, Lookup, Tuple, Project, Lambda, Apply, IfThenElse,
     Empty, Singleton, Union, Slice, Map, Filter, Flatten, Aggregate, GroupByAggregate,
@@ -20,18 +19,9 @@ from toaster.k3.ir import (
 )
 
 
-def divide(a: float, b: float) -> float:
-    """IEEE division as in the calculus evaluator: x/0 is +-inf, 0/0 is nan."""
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a == 0 or a != a:
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-
 def binop(op: str, a, b, t=None):
-    """Shared scalar semantics ('/' is float division, IEEE at zero)."""
+    """Shared scalar semantics of the K3 and imperative interpreters (toaster.functions:
+    '/' is IEEE float division, comparisons and casts are the registry's)."""
     match op:
         case "+":
             return a + b
@@ -40,36 +30,14 @@ def binop(op: str, a, b, t=None):
         case "*":
             return a * b
         case "/":
-            return divide(float(a), float(b))
-        case "=":
-            return a == b
-        case "!=":
-            return a != b
-        case "<":
-            return a < b
-        case "<=":
-            return a <= b
-        case ">":
-            return a > b
-        case ">=":
-            return a >= b
+            return divide(a, b)
         case "and":
             return bool(a) and bool(b)
         case "or":
             return bool(a) or bool(b)
+    if op in COMPARISONS:
+        return compare(op, a, b)
     raise UnsupportedError(f"operator {op!r}")
-
-
-def cast(t, v):
-    if t == FLOAT:
-        return float(v)
-    if t == INT:
-        return int(v)
-    return v
-
-
-def call(name: str, args):
-    raise UnsupportedError(f"function {name}() in the K3/imperative interpreters")
 
 
 class K3Interpreter:
@@ -95,9 +63,9 @@ class K3Interpreter:
             case Not(a):
                 return not self.eval(a, env)
             case Cast(t, a):
-                return cast(t, self.eval(a, env))
-            case Call(name, args, _):
-                return call(name, [self.eval(a, env) for a in args])
+                return cast(self.eval(a, env), t)
+            case Call(name, args, t):
+                return call(name, [self.eval(a, env) for a in args], t)
             case Lookup(m, keys, _):
                 return self.maps[m].get(tuple(self.eval(k, env) for k in keys), 0)
             case Tuple(es):

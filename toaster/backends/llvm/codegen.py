@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from toaster.calculus.functions import BUILTINS, call as call_builtin
+from toaster.functions import FUNCTIONS, call as call_builtin
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
@@ -32,6 +32,7 @@ from toaster.passes import pass_
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
 from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
+from toaster.backends.llvm.natives import float_to_int, native_call, register_libm_symbols
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
@@ -71,7 +72,7 @@ def convert(b: ir.IRBuilder, v, src: Type, dst: Type):
             return b.uitofp(v, F64)
     if dst in INT_LIKE:
         if src == FLOAT:
-            return b.fptosi(v, I64)   # truncation toward zero, like Python's int()
+            return float_to_int(b, v)   # toward zero, saturating, nan -> 0 (toaster.functions.cast)
         if src == BOOL:
             return b.zext(v, I64)
     if dst == BOOL:
@@ -191,48 +192,16 @@ class _TriggerGen:
         raise ValueError(f"imp: not an expression: {e!r}")
 
     def call(self, name: str, args, t: Type) -> tuple:
-        """(value, its type) of a built-in function the native code can compute exactly as the
-        calculus evaluator does (toaster/calculus/functions.py); others are refused by name."""
-        b = self.b
-        numeric = all(a.type in (INT, DATE, FLOAT) for a in args)
-        if name in ("listmin", "listmax") and args and numeric:
-            wt = FLOAT if any(a.type == FLOAT for a in args) else INT
-            acc = self.typed(args[0], wt)
-            for a in args[1:]:
-                x = self.typed(a, wt)
-                op = "<" if name == "listmin" else ">"
-                better = b.fcmp_ordered(op, x, acc) if wt == FLOAT else b.icmp_signed(op, x, acc)
-                acc = b.select(better, x, acc)
-            return acc, wt
-        if name == "abs" and len(args) == 1 and numeric:
-            if args[0].type == FLOAT:
-                return b.call(self.intrinsic("llvm.fabs.f64"), [self.typed(args[0], FLOAT)]), FLOAT
-            x = self.typed(args[0], INT)
-            return b.select(b.icmp_signed("<", x, i64(0)), b.neg(x), x), INT
-        if name in ("floor", "ceil") and len(args) == 1 and numeric:
-            if args[0].type != FLOAT:
-                return self.typed(args[0], INT), INT
-            v = b.call(self.intrinsic(f"llvm.{name}.f64"), [self.typed(args[0], FLOAT)])
-            return b.fptosi(v, I64), INT          # math.floor/ceil return ints
-        if name == "cast_int" and len(args) == 1 and numeric:
-            return self.typed(args[0], INT), INT  # truncation toward zero, like int()
-        if name == "cast_float" and len(args) == 1 and numeric:
-            return self.typed(args[0], FLOAT), FLOAT
-        if name == "date_part" and len(args) == 2 and isinstance(args[0], Lit) and args[1].type in (INT, DATE):
-            part, d = str(args[0].value).lower(), self.typed(args[1], INT)
-            if part == "year":
-                return b.sdiv(d, i64(10000)), INT
-            if part == "month":
-                return b.srem(b.sdiv(d, i64(100)), i64(100)), INT
-            if part == "day":
-                return b.srem(d, i64(100)), INT
-        if name == "cast_date" and len(args) == 1 and args[0].type in INT_LIKE:
-            return self.typed(args[0], INT), DATE
-        if name == "cast_string" and len(args) == 1 and args[0].type == STRING:
-            return self.expr(args[0]), STRING
-        if name in BUILTINS and any(a.type == STRING for a in args):
+        """(value, its type) of a registered function (toaster/functions.py): its native code
+        (natives.py), or its string table when an argument is a string; else refused by name."""
+        f = FUNCTIONS.get(name)
+        got = native_call(self, f, args, t) if f is not None else None
+        if got is not None:
+            return got
+        if f is not None and any(a.type == STRING for a in args):
             return self.string_call(name, args, t)
-        raise UnsupportedError(f"function {name}() in the LLVM backend")
+        raise UnsupportedError(f"function {name}() in the LLVM backend"
+                               + ("" if f is None else f" (with arguments of types {', '.join(str(a.type) for a in args)})"))
 
     def string_call(self, name: str, args, t: Type) -> tuple:
         """A function of one string whose other arguments are literals: a load from its property
@@ -265,12 +234,6 @@ class _TriggerGen:
             with b.if_then(b.icmp_unsigned("==", ok, ir.Constant(I8, 0)), likely=False):
                 b.store(sid, self.g.module.get_global(table.symbol + ".error"))
         return v
-
-    def intrinsic(self, name: str):
-        fn = self.g.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.g.module, ir.FunctionType(F64, [F64]), name)
-        return fn
 
     def compare(self, op, l, r):
         b = self.b
@@ -553,6 +516,7 @@ class _ModuleGen:
 
 
 def generate_llvm(prog: ImpProgram) -> LLVMModule:
+    register_libm_symbols()      # the math intrinsics lower to libm calls the JIT must resolve
     gen = _ModuleGen(prog)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
     return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()))

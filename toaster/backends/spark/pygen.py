@@ -13,12 +13,9 @@ import ast
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapClear)
-from toaster.types import INT, FLOAT, BOOL
 
 _ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _CMP = {"=": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
-# Built-in scalar functions this backend can emit: name -> Python builtin called with the args.
-_FUNCS = {"abs": "abs", "listmax": "max", "listmin": "min"}
 
 
 def map_param(name: str) -> str:
@@ -79,11 +76,10 @@ class _PyGen:
             case Not(a, _):
                 return ast.UnaryOp(ast.Not(), self.expr(a))
             case Cast(ty, a):
-                return call("float" if ty == FLOAT else "int", self.expr(a))
-            case Call(fn, args, _):
-                if fn.lower() not in _FUNCS:
-                    raise UnsupportedError(f"function {fn} in the PySpark backend")
-                return call(_FUNCS[fn.lower()], *(self.expr(a) for a in args))
+                return call("scalar_cast", self.expr(a), const(str(ty)))
+            case Call(fn, args, ty):     # toaster.functions' registry, as every Python engine
+                return call("scalar_call", const(fn), ast.List([self.expr(a) for a in args], ast.Load()),
+                            const(str(ty)))
             case MapGet(m, keys, _):
                 return attr_call(map_param(m), "get", tuple_of(self.expr(k) for k in keys), const(0))
         raise UnsupportedError(f"imperative expression {e!r} in the PySpark backend")

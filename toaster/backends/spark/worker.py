@@ -1,13 +1,18 @@
-"""Functions that run inside Spark's Python workers (standard library only).
+"""Functions that run inside Spark's Python workers.
 
-The driver registers this module with cloudpickle as pickled *by value*, so workers need not
-have toaster installed. Partition state: every distributed map is an RDD with exactly one
+The driver registers this module with cloudpickle as pickled *by value*, so the map plumbing
+needs no toaster install on workers; the scalar semantics (division, casts, functions) are
+toaster.functions', imported by reference. Partition state: every distributed map is an RDD with exactly one
 dict {key tuple: value} per partition (so co-partitioned maps can be zipped); an entry lives
 in partition `partition_of(key values at the map's partition positions) % P`.
 """
 from __future__ import annotations
 
 import zlib
+
+# scalar semantics (IEEE division, casts, the registered functions) are toaster's one
+# definition; the generated code imports them from here, so workers import toaster for them
+from toaster.functions import call as scalar_call, cast as scalar_cast, divide as ieee_div  # noqa: F401
 
 
 def stable_hash(values: tuple) -> int:
@@ -57,13 +62,3 @@ def append_to_tuple(pair):
 
 def singleton_tuple(d):
     return (d,)
-
-
-def ieee_div(a, b) -> float:
-    """Division as in IEEE arithmetic (DIALECT.md §9): x/0 is ±inf, 0/0 is nan, never a crash."""
-    a, b = float(a), float(b)
-    if b == 0.0:
-        if a == 0.0 or a != a:
-            return float("nan")
-        return float("inf") if (a > 0) == (str(b)[0] != "-") else float("-inf")
-    return a / b
