@@ -52,3 +52,8 @@ class UnsupportedError(ToasterError):
 class InputError(ToasterError):
     """A malformed input row; the batch holding it is rejected whole."""
     kind = "bad input"
+
+
+class UnknownNameError(ToasterError, KeyError):
+    """A map or result name the engine does not have (still a KeyError for old callers)."""
+    kind = "error"
