@@ -83,7 +83,7 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
             data = fh.read()
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
-    lines = _Lines(data)
+    lines = Lines(data)
     if lines.count == 0:
         return
     first = lines.text(0, data)
@@ -231,7 +231,7 @@ def _blank_next_to_field(data: bytes, delim: str) -> bool:
     return False
 
 
-class _Lines:
+class Lines:
     """Non-empty lines of a file (line breaks \\n, \\r, \\r\\n, as Python's reader), from numpy."""
 
     def __init__(self, data: bytes):

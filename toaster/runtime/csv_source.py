@@ -10,11 +10,13 @@ int YYYYMMDD, string raw). With `deletions := 'true'` each line is `seq|op|col1|
 insert, 0 = delete; seq and op are removed. Empty lines are skipped, a trailing '\\r' is dropped,
 and one trailing delimiter (as in dbgen's `.tbl` files) is accepted. A malformed line raises
 InputError naming file, line, 1-based character column and the column it was read for; the batch
-holding it is rejected whole (batches before it have already been produced).
+holding it is rejected whole (batches before it have already been produced). The first bad
+line in file order is reported.
 """
 from __future__ import annotations
 
 import datetime
+import io
 import os
 import random
 import re
@@ -71,20 +73,27 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
         yield from read_csv_file(decl, path, delim, deletions, batch_size, columns)
         return
     try:
-        fh = open(path, encoding="utf-8", newline="")
+        fh = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
     with fh:
-        yield from parse_csv_lines(decl, _checked_utf8(fh, path, decl.name), path=path, batch_size=batch_size)
+        yield from parse_csv_lines(decl, _checked_utf8(fh, path, decl.name, batch_size), path=path,
+                                   batch_size=batch_size)
 
 
-def _checked_utf8(fh, path: str, name: str) -> Iterator[str]:
-    lineno = 0
-    try:
-        for lineno, line in enumerate(fh, start=1):
-            yield line
-    except UnicodeDecodeError:
-        raise InputError(f"{name}: invalid UTF-8 in the file", file=path, line=lineno + 1) from None
+def _checked_utf8(fh, path: str, name: str, batch_size: int | None) -> Iterator[str]:
+    """The file's lines; if it holds invalid UTF-8, only the lines of the batches before the
+    bad line's batch, then InputError (file:line:col)."""
+    from toaster.runtime.arrow_csv import Lines
+    data = fh.read()
+    lines = Lines(data)
+    row, col = lines.first_bad_utf8(data)
+    if row == lines.count:
+        yield from io.StringIO(data.decode("utf-8"), newline="")
+        return
+    keep = 0 if batch_size is None else row // batch_size * batch_size
+    yield from io.StringIO(data[:lines.start(keep)].decode("utf-8"), newline="")
+    raise InputError(f"{name}: invalid UTF-8 in the file", file=path, line=lines.number(row), column=col)
 
 
 def csv_settings(decl: RelationDecl) -> tuple[str, bool]:
@@ -133,6 +142,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
         if len(fields) == want + 1 and fields[-1] == "":
             fields.pop()          # one trailing delimiter, as dbgen writes
         if len(fields) != want:
+            _raise_field_error(decl, lines[:i], delim, lead, path)     # an earlier line first
             _field_count_error(decl, path, lineno, line, fields, want, lead, delim)
         if deletions:
             op = fields[1]
@@ -141,6 +151,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
             elif op == "0":
                 signs[i] = -1
             else:
+                _raise_field_error(decl, lines[:i], delim, lead, path)
                 raise InputError(f"{decl.name}: bad operation {op!r} in field 2 (expected 1 = insert, 0 = delete)",
                                  file=path, line=lineno, column=_field_column(fields, 1, delim))
         for j in range(ncols):
@@ -219,6 +230,12 @@ def _field_count_error(decl, path, lineno, line, fields, want, lead, delim):
 
 def _locate_bad_field(decl, lines, delim, lead, path):
     """Raise InputError for the first malformed field, scanning in file order."""
+    _raise_field_error(decl, lines, delim, lead, path)
+    raise AssertionError("a column failed to convert but no field is malformed")  # unreachable
+
+
+def _raise_field_error(decl, lines, delim, lead, path):
+    """Raise InputError for the first malformed field of these (well-counted) lines, if any."""
     for lineno, line in lines:
         fields = line.split(delim)
         for j, col in enumerate(decl.columns):
@@ -228,7 +245,6 @@ def _locate_bad_field(decl, lines, delim, lead, path):
             except (ValueError, OverflowError) as e:
                 raise InputError(f"{decl.name}.{col.name}: {e}", file=path, line=lineno,
                                  column=_field_column(fields, lead + j, delim)) from None
-    raise AssertionError("a column failed to convert but no field is malformed")  # unreachable
 
 
 # ----------------------------------------------------------------------------- several sources
