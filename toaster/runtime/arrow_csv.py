@@ -1,17 +1,18 @@
 """The CSV adaptor on Apache Arrow: pyarrow's multi-threaded CSV reader parses a whole file into
 typed columns (int64, float64, date32 -> YYYYMMDD, strings left as Arrow arrays), reading only
 the columns a program uses. The rules are those of toaster.runtime.csv_source (no quoting, no
-trimming, one trailing delimiter, empty lines skipped); csv_source's line parser is the
-reference this reader is tested against.
+trimming of strings, blanks and tabs around numbers and dates ignored, one trailing delimiter,
+empty lines skipped); csv_source's line parser is the reference this reader is tested against.
 
-Fast path: one typed read. Arrow trims blanks around numbers and rejects '+5' ints, so a file
-with a blank next to a delimiter, or that Arrow rejects, takes the checked path: the columns
-are read as strings and checked with vectorized masks (RE2 regexes, calendar arithmetic in
-numpy, field counts from the newline and delimiter positions). The first bad line is then
-reported exactly as the line parser reports it (file:line:col), after the batches before it.
+Fast path: one typed read. A file Arrow rejects (a bad field, a bad line, '+5' ints, invalid
+UTF-8) takes the checked path: the columns are read as strings and checked with vectorized
+masks (RE2 regexes, calendar arithmetic in numpy, field counts from the newline and delimiter
+positions). The first bad line is then reported exactly as the line parser reports it
+(file:line:col), after the batches before it.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import numpy as np
@@ -27,6 +28,7 @@ from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 _INT_RX = r"^[+-]?[0-9]+$"
 _FLOAT_RX = r"(?i)^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|infinity|nan)$"
 _DATE_RX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_FIRST_LINE = re.compile(rb"[\r\n]*([^\r\n]*)")
 _FAST_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), DATE: pa.date32(), STRING: pa.string(), BOOL: pa.string()}
 
 
@@ -83,25 +85,24 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
             data = fh.read()
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
-    lines = Lines(data)
-    if lines.count == 0:
+    m = _FIRST_LINE.match(data)
+    if m.end(1) == m.start(1):      # no non-empty line
         return
-    first = lines.text(0, data)
+    first = m.group(1).decode("utf-8", errors="replace")
     want = len(decl.columns) + (2 if deletions else 0)
     trailing = first.count(delim) == want and first.endswith(delim)
     layout = _Layout(decl, deletions, trailing, needed)
-    if not _blank_next_to_field(data, delim) or not any(decl.columns[j].type in (INT, FLOAT, DATE)
-                                                       for j in layout.read):
-        try:
-            table, invalid = layout.read_csv(data, delim, layout.types(fast=True))
-            if not invalid and table.num_rows == lines.count:
-                columns, signs, bad = _convert(layout, table, fast=True)
-                if bad is None:
-                    yield from _slices(decl, signs, columns, batch_size, table.num_rows)
-                    return
-        except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
-            pass
+    try:
+        table, invalid = layout.read_csv(data, delim, layout.types(fast=True))
+        if not invalid:
+            columns, signs, bad = _convert(layout, table, fast=True)
+            if bad is None:
+                yield from _slices(decl, signs, columns, batch_size, table.num_rows)
+                return
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
+        pass
     # checked path: the first bad line, if any, in file order
+    lines = Lines(data)
     bad_row = lines.first_bad_count(data, delim, want)
     utf8_row, utf8_col = lines.first_bad_utf8(data)
     limit = min(bad_row, utf8_row)
@@ -188,6 +189,7 @@ def _from_strings(t, col):
     n = len(col)
     if t == STRING:
         return col, np.ones(n, dtype=bool)
+    col = pc.utf8_trim(col, " \t")         # as Arrow's typed reader and the line parser
     if t == BOOL:
         low = pc.utf8_lower(col)
         true = _np(pc.is_in(low, value_set=pa.array(["true", "1"])))
@@ -217,18 +219,6 @@ def _np(a) -> np.ndarray:
     if isinstance(a, pa.ChunkedArray):
         a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
     return a.to_numpy(zero_copy_only=False)
-
-
-def _blank_next_to_field(data: bytes, delim: str) -> bool:
-    """A blank or tab at the edge of some field: Arrow would trim it off a number."""
-    d = delim.encode()
-    for blank in (b" ", b"\t"):
-        if data.startswith(blank) or data.endswith(blank):
-            return True
-        for edge in (d, b"\n", b"\r"):
-            if blank + edge in data or edge + blank in data:
-                return True
-    return False
 
 
 class Lines:

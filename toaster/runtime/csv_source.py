@@ -4,8 +4,8 @@
     tables, streams = load_sources(decls, batch_size=1000)   # every declared source
     for b in tables + streams: engine.apply(b)
 
-CSV rules: lines are split on the delimiter with no quoting and no trimming (a leading space in
-a string field is kept); fields are parsed by column type (int, float, date YYYY-MM-DD ->
+CSV rules: lines are split on the delimiter with no quoting; strings are not trimmed (a leading
+space in a string field is kept), blanks and tabs around other fields are ignored; fields are parsed by column type (int, float, date YYYY-MM-DD ->
 int YYYYMMDD, string raw). With `deletions := 'true'` each line is `seq|op|col1|...`, op 1 =
 insert, 0 = delete; seq and op are removed. Empty lines are skipped, a trailing '\\r' is dropped,
 and one trailing delimiter (as in dbgen's `.tbl` files) is accepted. A malformed line raises
@@ -177,7 +177,10 @@ def _convert_column(t: Type, texts: list[str]) -> np.ndarray:
 
 
 def parse_field(t: Type, text: str):
-    """One field of type t from its CSV text; ValueError if malformed."""
+    """One field of type t from its CSV text; ValueError if malformed. Blanks and tabs around
+    a number, date or bool are ignored (as Arrow's CSV reader does); strings are kept raw."""
+    if t != STRING:
+        text = text.strip(" \t")
     if t == INT:
         if not _INT_RE.match(text):
             raise ValueError(f"not an int: {text!r}")
