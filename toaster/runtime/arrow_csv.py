@@ -12,6 +12,7 @@ positions). The first bad line is then reported exactly as the line parser repor
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterator
 
@@ -28,6 +29,8 @@ from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 _INT_RX = r"^[+-]?[0-9]+$"
 _FLOAT_RX = r"(?i)^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|infinity|nan)$"
 _DATE_RX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DAY_MIN = int(np.datetime64("0001-01-01", "D").view(np.int64))
+_DAY_MAX = int(np.datetime64("9999-12-31", "D").view(np.int64))
 _FIRST_LINE = re.compile(rb"[\r\n]*([^\r\n]*)")
 _FAST_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), DATE: pa.date32(), STRING: pa.string(), BOOL: pa.string()}
 
@@ -58,7 +61,7 @@ class _Layout:
             invalid.append(row)
             return "skip"
         table = pacsv.read_csv(
-            pa.py_buffer(data),
+            pa.BufferReader(data),
             read_options=pacsv.ReadOptions(column_names=self.names, use_threads=threads),
             parse_options=pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True,
@@ -76,16 +79,18 @@ class _Layout:
         return out
 
 
+USE_THREADS = True     # Arrow parses blocks of a file in parallel
+
+
 def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int | None,
                   needed=None) -> Iterator[Batch]:
     """Batches of decl's relation from a CSV file (whole file as one batch by default)."""
     from toaster.runtime.csv_source import parse_csv_lines
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = pa.memory_map(path).read_buffer() if os.path.getsize(path) else b""
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
-    m = _FIRST_LINE.match(data)
+    m = _FIRST_LINE.match(memoryview(data))
     if m.end(1) == m.start(1):      # no non-empty line
         return
     first = m.group(1).decode("utf-8", errors="replace")
@@ -93,7 +98,7 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
     trailing = first.count(delim) == want and first.endswith(delim)
     layout = _Layout(decl, deletions, trailing, needed)
     try:
-        table, invalid = layout.read_csv(data, delim, layout.types(fast=True))
+        table, invalid = layout.read_csv(data, delim, layout.types(fast=True), USE_THREADS)
         if not invalid:
             columns, signs, bad = _convert(layout, table, fast=True)
             if bad is None:
@@ -102,6 +107,7 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         pass
     # checked path: the first bad line, if any, in file order
+    data = data.to_pybytes() if isinstance(data, pa.Buffer) else data
     lines = Lines(data)
     bad_row = lines.first_bad_count(data, delim, want)
     utf8_row, utf8_col = lines.first_bad_utf8(data)
@@ -173,9 +179,13 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
         col = table.column(f"f{layout.lead + j}")
         t = layout.decl.columns[j].type
         if fast and t != BOOL:
-            columns[j] = col if t == STRING else (days_to_yyyymmdd(_np(col)) if t == DATE else _np(col))
-            if t == DATE:         # Arrow takes year 0; toaster's dates are years 1-9999
-                bad |= ~yyyymmdd_ok(columns[j])
+            if t == DATE:
+                days = _np(col).astype("datetime64[D]").view(np.int64)
+                if len(days) and (days.min() < _DAY_MIN or days.max() > _DAY_MAX):
+                    bad |= (days < _DAY_MIN) | (days > _DAY_MAX)      # year 0 or beyond 9999
+                columns[j] = days_to_yyyymmdd(days)
+            else:
+                columns[j] = col if t == STRING else _np(col)
             continue
         values, ok = _from_strings(t, col)
         columns[j] = values

@@ -39,13 +39,17 @@ def yyyymmdd_ok(v: np.ndarray) -> np.ndarray:
 
 
 def days_to_yyyymmdd(days: np.ndarray) -> np.ndarray:
-    """datetime64[D] (or date32 day numbers) -> int64 YYYYMMDD, vectorized."""
-    days = np.asarray(days).astype("datetime64[D]")
-    years = days.astype("datetime64[Y]")
-    months = days.astype("datetime64[M]")
-    y = years.astype(np.int64) + 1970
-    m = (months - years.astype("datetime64[M]")).astype(np.int64) + 1
-    d = (days - months.astype("datetime64[D]")).astype(np.int64) + 1
+    """datetime64[D] (or int day numbers since 1970-01-01) -> int64 YYYYMMDD, vectorized
+    with integer arithmetic (the proleptic Gregorian civil-from-days algorithm)."""
+    z = np.asarray(days).astype("datetime64[D]").view(np.int64) + 719468
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097                                        # [0, 146096]
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)              # [0, 365], from March 1st
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = np.where(mp < 10, mp + 3, mp - 9)
+    y = yoe + era * 400 + (m <= 2)
     return y * 10000 + m * 100 + d
 
 
