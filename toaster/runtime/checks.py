@@ -26,16 +26,23 @@ from toaster.runtime.batch import Batch, NUMPY_DTYPES
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
 _ISO_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
-_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+_MONTH_DAY_OK = np.zeros(10000, dtype=bool)          # MMDD -> a day of some year
+for _m, _days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), start=1):
+    _MONTH_DAY_OK[_m * 100 + 1:_m * 100 + _days + 1] = True
 
 
 # ----------------------------------------------------------------------------- dates
 def yyyymmdd_ok(v: np.ndarray) -> np.ndarray:
-    """Mask of the int64 values that are real calendar dates YYYYMMDD (years 1-9999)."""
-    y, m, d = v // 10000, v // 100 % 100, v % 100
-    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
-    dim = _DAYS_IN_MONTH[np.clip(m, 0, 12)] + (leap & (m == 2))
-    return (y >= 1) & (y <= 9999) & (m >= 1) & (m <= 12) & (d >= 1) & (d <= dim)
+    """Mask of the int64 values that are real calendar dates YYYYMMDD (years 1-9999): a range
+    check, a month-day table lookup, and a leap-year check for the February 29ths only."""
+    v = np.asarray(v, dtype=np.int64)
+    md = v % 10000
+    ok = (v >= 10101) & (v <= 99991231) & _MONTH_DAY_OK[md]
+    feb29 = np.flatnonzero(md == 229)
+    if len(feb29):
+        y = v[feb29] // 10000
+        ok[feb29] &= (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    return ok
 
 
 def days_to_yyyymmdd(days: np.ndarray) -> np.ndarray:
