@@ -164,3 +164,69 @@ def test_load_sources_same_file_in_file_order(tmp_path):
     _, streams = load_sources([a, b], batch_size=2)
     assert [(x.relation, [r for _, r in x.rows()]) for x in streams] == \
         [("A", [(1,), (2,)]), ("B", [(1,), (2,)]), ("A", [(3,)]), ("B", [(3,)])]
+
+
+# ------------------------------------------------------------------ Arrow reader vs line parser
+_field_texts = st.one_of(
+    st.integers(-2**64, 2**64).map(str), st.floats(allow_nan=True).map(repr),
+    st.sampled_from(["+5", " 5", "5 ", "", "1995-02-30", "1996-02-29", "1995-02-28", "19950101", "0000-01-01",
+                     "1.5", "inf", "-Infinity", "1e999", "x", " ", "\t1", "1995-01-01 ", "007"]),
+    st.text(st.characters(blacklist_characters="|\n\r", blacklist_categories=("Cs",)), max_size=4))
+_lines = st.lists(st.lists(_field_texts, min_size=3, max_size=5).map("|".join), min_size=1, max_size=8)
+
+
+def _outcome(batches_fn):
+    out = []
+    try:
+        for b in batches_fn():
+            out.append(rows_of([b]))
+    except InputError as e:
+        return out, (e.file, e.line, e.column, e.message)
+    return out, None
+
+
+@given(_lines, st.sampled_from([None, 1, 2]), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_arrow_reader_agrees_with_line_parser(tmp_path_factory, lines, batch_size, eol, trailing):
+    cols = (Column("ID", INT), Column("PRICE", FLOAT), Column("D", DATE), Column("NAME", STRING))
+    path = tmp_path_factory.mktemp("csv") / "r.csv"
+    text = "".join(line + ("|" if trailing else "") + eol for line in lines)
+    path.write_bytes(text.encode())
+    d = decl(str(path), cols=cols, delimiter="|")
+    arrow = _outcome(lambda: iter_source(d, batch_size=batch_size))
+    python = _outcome(lambda: parse_csv_lines(d, open(path, encoding="utf-8", newline=""), path=str(path),
+                                              batch_size=batch_size))
+    assert _same(arrow, python)
+
+
+def _same(a, b) -> bool:
+    """Equal outcomes, NaN equal to NaN."""
+    import math
+    norm = lambda v: "nan" if isinstance(v, float) and math.isnan(v) else v
+    deep = lambda batches: [[(s, tuple(map(norm, r))) for s, r in rows] for rows in batches]
+    return deep(a[0]) == deep(b[0]) and a[1] == b[1]
+
+
+def test_only_the_columns_asked_for_are_converted(tmp_path):
+    path = write(tmp_path / "r.csv", ["1|2.5|1995-01-01|a", "2|3.5|1996-02-29|b"])
+    [b] = read_source(decl(path, delimiter="|"), columns=(True, False, True, False))
+    assert b.columns[1] is None and b.columns[3] is None
+    assert b.columns[0].tolist() == [1, 2] and b.columns[2].tolist() == [19950101, 19960229]
+
+
+def test_invalid_utf8_is_one_input_error(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"1|1.0|1994-01-01|ok\n2|1.0|1994-01-01|b\xffad\n")
+    with pytest.raises(InputError) as info:
+        read_source(decl(str(path), delimiter="|"))
+    assert (info.value.line, info.value.column) == (2, 19) and "UTF-8" in info.value.message
+    with pytest.raises(InputError) as info:        # the line parser (two-character delimiter)
+        read_source(decl(str(path).replace(".csv", ".csv"), delimiter="||"))
+    assert info.value.line == 2 and "UTF-8" in info.value.message
+
+
+def test_load_sources_only_relations_used(tmp_path):
+    cols = (Column("A", INT), Column("B", INT))
+    s = RelationDecl("S", cols, "stream", Source(write(tmp_path / "s.csv", ["1,2"]), "csv"))
+    u = RelationDecl("U", cols, "stream", Source(str(tmp_path / "missing.csv"), "csv"))
+    tables, streams = load_sources([s, u], relations_used={"S"}, columns=lambda r: (False, True))
+    assert [(b.relation, b.columns[0], b.columns[1].tolist()) for b in streams] == [("S", None, [2])]

@@ -12,15 +12,14 @@ and leaves every view as it was.
 """
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-import numpy as np
-
-from toaster.errors import InputError
-from toaster.runtime.batch import Batch, NUMPY_DTYPES
-from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, int_to_date
+from toaster.errors import InputError, UnknownNameError
+from toaster.runtime.batch import Batch
+from toaster.runtime.checks import canonical_batch
+from toaster.runtime.reads import relations_read
+from toaster.types import Type, INT, FLOAT, DATE, int_to_date
 
 
 @dataclass(frozen=True)
@@ -59,51 +58,59 @@ class Engine(ABC):
         self.relations = {r.name: r for r in relations}
         self.queries = tuple(queries)
         self._tables_loaded: set[str] = set()
+        self._streamed = False        # a stream batch was applied: tables are closed
 
     # ---------------------------------------------------------------- input
+    def relations_needed(self) -> frozenset:
+        """Relations whose updates can change a view; readers may skip the others."""
+        return frozenset(self.relations)
+
+    def columns_needed(self, relation: str) -> tuple:
+        """Per column of `relation`, whether this engine reads it (False: a batch may carry
+        None there, and readers need not convert it)."""
+        return (True,) * len(self._decl(relation).columns)
+
     def load_table(self, relation: str, rows) -> None:
         decl = self._decl(relation)
         if decl.kind != "table":
             raise InputError(f"{relation} is a STREAM; load_table is for static TABLEs")
-        self.apply(Batch.from_rows(relation, decl.types, rows))
-        self._tables_loaded.add(relation)
+        self.apply(Batch.from_rows(decl.name, decl.types, rows, names=[c.name for c in decl.columns]))
+        self._tables_loaded.add(decl.name)
 
     def insert(self, relation: str, row) -> None:
-        self.apply(Batch.from_rows(relation, self._decl(relation).types, [row]))
+        self.apply(self._one_row(relation, row, 1))
 
     def delete(self, relation: str, row) -> None:
-        self.apply(Batch.from_rows(relation, self._decl(relation).types, [row], [-1]))
+        self.apply(self._one_row(relation, row, -1))
+
+    def _one_row(self, relation: str, row, sign: int) -> Batch:
+        decl = self._decl(relation)
+        return Batch.from_rows(decl.name, decl.types, [row], [sign], names=[c.name for c in decl.columns])
 
     def apply(self, batch: Batch) -> None:
-        """Apply a batch atomically (validated first; rejected whole if malformed)."""
+        """Apply a batch atomically (checked and converted first; rejected whole if malformed)."""
+        if not isinstance(batch, Batch):
+            raise InputError(f"apply() expects a Batch, got {type(batch).__name__}")
         decl = self._decl(batch.relation)
-        self._validate(decl, batch)
+        batch = canonical_batch(decl, batch, self.columns_needed(decl.name))
         if len(batch) == 0:
             return
+        if decl.kind == "table" and self._streamed:
+            raise InputError(f"TABLE {decl.name} loaded after stream events (load every table first)")
         self._apply(batch)
+        if decl.kind != "table":
+            self._streamed = True
 
     def _decl(self, relation: str):
+        if not isinstance(relation, str):
+            raise InputError(f"relation name must be a string, got {type(relation).__name__}")
         try:
             return self.relations[relation.upper()]
         except KeyError:
             raise InputError(f"unknown relation {relation!r}") from None
 
-    def _validate(self, decl, batch: Batch) -> None:
-        if len(batch.columns) != len(decl.columns):
-            raise InputError(f"{decl.name} has {len(decl.columns)} columns, batch has {len(batch.columns)}")
-        if decl.kind == "table" and np.any(batch.signs < 0):
-            raise InputError(f"deletions from TABLE {decl.name} are not allowed (tables are static)")
-        if not np.all((batch.signs == 1) | (batch.signs == -1)):
-            raise InputError("batch signs must be +1 or -1")
-        for col, c in zip(batch.columns, decl.columns):
-            if len(col) != len(batch.signs):
-                raise InputError(f"{decl.name}.{c.name}: column length differs from the batch length")
-            want = NUMPY_DTYPES[c.type]
-            if c.type == STRING:
-                if not all(isinstance(v, str) for v in col.tolist()):
-                    raise InputError(f"{decl.name}.{c.name}: expected strings")
-            elif col.dtype != want:
-                raise InputError(f"{decl.name}.{c.name}: expected {np.dtype(want).name} column, got {col.dtype}")
+    def _unknown_map(self, name) -> UnknownNameError:
+        return UnknownNameError(f"unknown map {name!r}")
 
     # --------------------------------------------------------------- output
     @abstractmethod
@@ -119,7 +126,7 @@ class Engine(ABC):
     def result(self, name: str) -> ResultTable:
         q = next((q for q in self.queries if q.name == name), None)
         if q is None:
-            raise KeyError(name)
+            raise UnknownNameError(f"unknown result {name!r}")
         if q.value_terms is None:
             rows = self._simple_rows(q)
         else:
@@ -196,6 +203,9 @@ class TriggerEngine(Engine):
         super().__init__(program.relations, program.queries)
         self.program = program
         self.triggers = {(t.event.kind, t.event.relation): t for t in program.triggers}
+
+    def relations_needed(self) -> frozenset:
+        return relations_read(self.program)
 
     def _start(self) -> None:
         """Run the ON SYSTEM READY trigger (initial map values); subclasses call it once their

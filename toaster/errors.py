@@ -79,3 +79,8 @@ class InternalError(Exception):
         during = f" while {self.during}" if self.during else ""
         return (f"internal error in pass {self.pass_name} (stage {self.stage}){during}{where}: "
                 f"{type(self.cause).__name__}{': ' + detail if detail else ''}")
+
+
+class UnknownNameError(ToasterError, KeyError):
+    """A map or result name the engine does not have (still a KeyError for old callers)."""
+    kind = "error"

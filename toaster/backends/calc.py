@@ -27,5 +27,7 @@ class CalcEngine(Engine):
                 table[row] = v
 
     def read_map(self, name: str) -> dict:
-        m = self.maps[name]
+        m = self.maps.get(name)
+        if m is None:
+            raise self._unknown_map(name)
         return evaluate(m.definition, self.db, {}, tuple(m.keys))

@@ -41,4 +41,6 @@ class InterpEngine(TriggerEngine):
                     target[full] = nv
 
     def read_map(self, name: str) -> dict:
+        if name not in self.db.maps:
+            raise self._unknown_map(name)
         return {k: v for k, v in self.db.maps[name].items() if v != 0}

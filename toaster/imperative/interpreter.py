@@ -93,5 +93,5 @@ class ImpEngine(TriggerEngine):
 
     def read_map(self, name: str) -> dict:
         if name not in self.maps:
-            raise KeyError(name)
+            raise self._unknown_map(name)
         return {k: v for k, v in self.maps[name].items() if v != 0}

@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
-from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
+from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
 NUMPY_DTYPES = {INT: np.int64, DATE: np.int64, FLOAT: np.float64, STRING: object, BOOL: np.bool_}
 
@@ -14,32 +15,67 @@ NUMPY_DTYPES = {INT: np.int64, DATE: np.int64, FLOAT: np.float64, STRING: object
 class Batch:
     """`signs[i]` is +1 (insert) or -1 (delete) for the row made of columns[j][i].
 
-    Column dtypes: int64 for INT and DATE (YYYYMMDD), float64 for FLOAT, object (str) for
-    STRING. Build one with Batch.from_rows for convenience.
+    Canonical columns (what Engine.apply hands to a backend): int64 numpy arrays for INT and
+    DATE (YYYYMMDD), float64 for FLOAT, bool for BOOL, and a pyarrow string (or dictionary)
+    Array / ChunkedArray for STRING. A column the engine does not read may be None (readers
+    skip converting it). Engine.apply also accepts other integer/float numpy dtypes, pyarrow
+    arrays, pandas Series, object arrays and datetime64/date32 DATE columns, and checks them.
+    Build one from Python rows with Batch.from_rows (checked value by value first).
     """
     relation: str
     signs: np.ndarray      # int8
-    columns: tuple         # tuple[np.ndarray, ...]
+    columns: tuple         # tuple[np.ndarray | pa.Array | pa.ChunkedArray | None, ...]
 
     def __len__(self) -> int:
         return len(self.signs)
 
     @staticmethod
-    def from_rows(relation: str, types, rows, signs=None) -> "Batch":
-        rows = list(rows)
-        n = len(rows)
-        if signs is None:
-            signs = np.ones(n, dtype=np.int8)
+    def from_rows(relation: str, types, rows, signs=None, names=None) -> "Batch":
+        """Check Python rows (arity, and each value's type: no silent coercion) and build the
+        typed columns. Raises InputError naming relation, column and row index (0-based)."""
+        from toaster.runtime.checks import columns_from_rows
+        return columns_from_rows(relation, tuple(types), rows, signs, names)
+
+    @staticmethod
+    def from_columns(relation: str, columns, signs=None) -> "Batch":
+        """A batch from a pyarrow Table/RecordBatch, a pandas DataFrame or a sequence of
+        column arrays, taken as they are (Engine.apply checks them); all inserts by default."""
+        if isinstance(columns, (pa.Table, pa.RecordBatch)):
+            cols = tuple(columns.column(i) for i in range(columns.num_columns))
+        elif hasattr(columns, "columns") and hasattr(columns, "iloc"):     # pandas DataFrame
+            cols = tuple(columns[c] for c in columns.columns)
         else:
-            signs = np.asarray(list(signs), dtype=np.int8)
-        cols = []
-        for j, t in enumerate(types):
-            vals = [r[j] for r in rows]
-            cols.append(np.array(vals, dtype=NUMPY_DTYPES[t]) if n else np.empty(0, dtype=NUMPY_DTYPES[t]))
-        return Batch(relation, signs, tuple(cols))
+            cols = tuple(columns)
+        n = len(cols[0]) if cols else 0
+        s = np.ones(n, dtype=np.int8) if signs is None else np.asarray(signs)
+        return Batch(relation, s, cols)
+
+    def slice(self, start: int, stop: int) -> "Batch":
+        return Batch(self.relation, self.signs[start:stop],
+                     tuple(None if c is None else c[start:stop] for c in self.columns))
+
+    def take(self, indices) -> "Batch":
+        idx = np.asarray(indices, dtype=np.int64)
+        return Batch(self.relation, self.signs[idx], tuple(_take(c, idx) for c in self.columns))
+
+    def python_columns(self) -> list[list]:
+        """Every column as a list of plain Python values."""
+        out = []
+        for j, c in enumerate(self.columns):
+            if c is None:
+                raise ValueError(f"{self.relation}: column {j + 1} was not read into this batch")
+            out.append(c.to_pylist() if isinstance(c, (pa.Array, pa.ChunkedArray)) else np.asarray(c).tolist())
+        return out
 
     def rows(self):
         """Yield (sign, row tuple) with plain Python values."""
-        cols = [c.tolist() for c in self.columns]
-        for i, s in enumerate(self.signs.tolist()):
-            yield s, tuple(c[i] for c in cols)
+        return zip(self.signs.tolist(), zip(*self.python_columns())) if self.columns else \
+            ((s, ()) for s in self.signs.tolist())
+
+
+def _take(c, idx: np.ndarray):
+    if c is None:
+        return None
+    if isinstance(c, (pa.Array, pa.ChunkedArray)):
+        return c.take(pa.array(idx))
+    return np.asarray(c)[idx]

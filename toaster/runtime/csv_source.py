@@ -4,16 +4,19 @@
     tables, streams = load_sources(decls, batch_size=1000)   # every declared source
     for b in tables + streams: engine.apply(b)
 
-CSV rules: lines are split on the delimiter with no quoting and no trimming (a leading space in
-a string field is kept); fields are parsed by column type (int, float, date YYYY-MM-DD ->
+CSV rules: lines are split on the delimiter with no quoting; strings are not trimmed (a leading
+space in a string field is kept), blanks and tabs around other fields are ignored; fields are parsed by column type (int, float, date YYYY-MM-DD ->
 int YYYYMMDD, string raw). With `deletions := 'true'` each line is `seq|op|col1|...`, op 1 =
 insert, 0 = delete; seq and op are removed. Empty lines are skipped, a trailing '\\r' is dropped,
 and one trailing delimiter (as in dbgen's `.tbl` files) is accepted. A malformed line raises
 InputError naming file, line, 1-based character column and the column it was read for; the batch
-holding it is rejected whole (batches before it have already been produced).
+holding it is rejected whole (batches before it have already been produced). The first bad
+line in file order is reported.
 """
 from __future__ import annotations
 
+import datetime
+import io
 import os
 import random
 import re
@@ -22,6 +25,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from toaster.errors import InputError, UnsupportedError
+from toaster.runtime.arrow_csv import arrow_supports, read_csv_file
 from toaster.runtime.batch import Batch, NUMPY_DTYPES
 from toaster.schema import RelationDecl
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
@@ -41,14 +45,19 @@ def resolve_path(path: str, base_dir: str | None = None) -> str:
 
 
 def read_source(decl: RelationDecl, batch_size: int | None = None,
-                base_dir: str | None = None) -> list[Batch]:
-    """All batches of one relation's FROM FILE source (whole file as one batch by default)."""
-    return list(iter_source(decl, batch_size, base_dir))
+                base_dir: str | None = None, columns=None) -> list[Batch]:
+    """All batches of one relation's FROM FILE source (whole file as one batch by default).
+    `columns[j]` False: column j need not be converted (the batch may hold None there)."""
+    return list(iter_source(decl, batch_size, base_dir, columns))
 
 
 def iter_source(decl: RelationDecl, batch_size: int | None = None,
-                base_dir: str | None = None) -> Iterator[Batch]:
-    """Lazily parse a relation's source into batches of at most batch_size lines."""
+                base_dir: str | None = None, columns=None) -> Iterator[Batch]:
+    """Parse a relation's source into batches of at most batch_size lines. CSV files with a
+    one-byte delimiter are read by Arrow (toaster.runtime.arrow_csv); a bad line raises
+    InputError once the batches before its batch have been produced."""
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError("batch_size must be positive")
     src = decl.source
     if src is None:
         raise InputError(f"relation {decl.name} has no FROM FILE source")
@@ -59,12 +68,32 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
     if src.adaptor != "csv":
         raise UnsupportedError(f"adaptor {src.adaptor!r} (only CSV is supported)")
     path = resolve_path(src.path, base_dir)
+    delim, deletions = csv_settings(decl)
+    if arrow_supports(delim):
+        yield from read_csv_file(decl, path, delim, deletions, batch_size, columns)
+        return
     try:
-        fh = open(path, encoding="utf-8", newline="")
+        fh = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
     with fh:
-        yield from parse_csv_lines(decl, fh, path=path, batch_size=batch_size)
+        yield from parse_csv_lines(decl, _checked_utf8(fh, path, decl.name, batch_size), path=path,
+                                   batch_size=batch_size)
+
+
+def _checked_utf8(fh, path: str, name: str, batch_size: int | None) -> Iterator[str]:
+    """The file's lines; if it holds invalid UTF-8, only the lines of the batches before the
+    bad line's batch, then InputError (file:line:col)."""
+    from toaster.runtime.arrow_csv import Lines
+    data = fh.read()
+    lines = Lines(data)
+    row, col = lines.first_bad_utf8(data)
+    if row == lines.count:
+        yield from io.StringIO(data.decode("utf-8"), newline="")
+        return
+    keep = 0 if batch_size is None else row // batch_size * batch_size
+    yield from io.StringIO(data[:lines.start(keep)].decode("utf-8"), newline="")
+    raise InputError(f"{name}: invalid UTF-8 in the file", file=path, line=lines.number(row), column=col)
 
 
 def csv_settings(decl: RelationDecl) -> tuple[str, bool]:
@@ -113,6 +142,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
         if len(fields) == want + 1 and fields[-1] == "":
             fields.pop()          # one trailing delimiter, as dbgen writes
         if len(fields) != want:
+            _raise_field_error(decl, lines[:i], delim, lead, path)     # an earlier line first
             _field_count_error(decl, path, lineno, line, fields, want, lead, delim)
         if deletions:
             op = fields[1]
@@ -121,6 +151,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
             elif op == "0":
                 signs[i] = -1
             else:
+                _raise_field_error(decl, lines[:i], delim, lead, path)
                 raise InputError(f"{decl.name}: bad operation {op!r} in field 2 (expected 1 = insert, 0 = delete)",
                                  file=path, line=lineno, column=_field_column(fields, 1, delim))
         for j in range(ncols):
@@ -146,7 +177,10 @@ def _convert_column(t: Type, texts: list[str]) -> np.ndarray:
 
 
 def parse_field(t: Type, text: str):
-    """One field of type t from its CSV text; ValueError if malformed."""
+    """One field of type t from its CSV text; ValueError if malformed. Blanks and tabs around
+    a number, date or bool are ignored (as Arrow's CSV reader does); strings are kept raw."""
+    if t != STRING:
+        text = text.strip(" \t")
     if t == INT:
         if not _INT_RE.match(text):
             raise ValueError(f"not an int: {text!r}")
@@ -163,8 +197,10 @@ def parse_field(t: Type, text: str):
         if not m:
             raise ValueError(f"not a date (YYYY-MM-DD): {text!r}")
         y, mo, d = (int(g) for g in m.groups())
-        if not (1 <= mo <= 12 and 1 <= d <= 31):
-            raise ValueError(f"not a date (YYYY-MM-DD): {text!r}")
+        try:
+            datetime.date(y, mo, d)
+        except ValueError:
+            raise ValueError(f"not a date (YYYY-MM-DD): {text!r} is not a calendar day") from None
         return y * 10000 + mo * 100 + d
     if t == STRING:
         return text
@@ -197,6 +233,12 @@ def _field_count_error(decl, path, lineno, line, fields, want, lead, delim):
 
 def _locate_bad_field(decl, lines, delim, lead, path):
     """Raise InputError for the first malformed field, scanning in file order."""
+    _raise_field_error(decl, lines, delim, lead, path)
+    raise AssertionError("a column failed to convert but no field is malformed")  # unreachable
+
+
+def _raise_field_error(decl, lines, delim, lead, path):
+    """Raise InputError for the first malformed field of these (well-counted) lines, if any."""
     for lineno, line in lines:
         fields = line.split(delim)
         for j, col in enumerate(decl.columns):
@@ -206,28 +248,34 @@ def _locate_bad_field(decl, lines, delim, lead, path):
             except (ValueError, OverflowError) as e:
                 raise InputError(f"{decl.name}.{col.name}: {e}", file=path, line=lineno,
                                  column=_field_column(fields, lead + j, delim)) from None
-    raise AssertionError("a column failed to convert but no field is malformed")  # unreachable
 
 
 # ----------------------------------------------------------------------------- several sources
 def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
-                 base_dir: str | None = None, seed: int | None = None) -> tuple[list[Batch], list[Batch]]:
+                 base_dir: str | None = None, seed: int | None = None, *,
+                 relations_used=None, columns=None) -> tuple[list[Batch], list[Batch]]:
     """(table batches, stream batches in feed order) for every relation that has a source.
 
     Tables are loaded whole before any stream event (DIALECT.md §2.1). Streams are fed in
     file order, or in a seeded random interleaving of their batches. Streams that read the same
     file take turns batch by batch (the file is read in order, once per relation).
+
+    `relations_used`: names of the relations to read (others are skipped, e.g.
+    engine.relations_needed()); `columns`: a function relation name -> per-column flags of the
+    columns to convert (e.g. engine.columns_needed); by default everything is read.
     """
+    used = None if relations_used is None else {r.upper() for r in relations_used}
     tables: list[Batch] = []
     by_file: dict[str, list[list[Batch]]] = {}     # streams reading one file form one stream
     for d in decls:
-        if d.source is None:
+        if d.source is None or (used is not None and d.name not in used):
             continue
+        cols = columns(d.name) if columns is not None else None
         if d.kind == "table":
-            tables.extend(read_source(d, None, base_dir))
+            tables.extend(read_source(d, None, base_dir, cols))
         else:
             key = os.path.abspath(resolve_path(d.source.path, base_dir))
-            by_file.setdefault(key, []).append(read_source(d, batch_size, base_dir))
+            by_file.setdefault(key, []).append(read_source(d, batch_size, base_dir, cols))
     streams = [_round_robin(group) for group in by_file.values()]
     return tables, list(interleave(streams, seed=seed))
 

@@ -1,7 +1,8 @@
 """LLVMEngine: JIT-compiles an ImpProgram (via imp_to_llvm) and runs it natively.
 
 One native call per input batch: apply() turns the Batch into contiguous numpy columns
-(strings -> dictionary ids), fills the string property tables for the new strings (strings.py)
+(strings -> dictionary ids, vectorized through Arrow; columns no trigger reads are not
+converted at all: a zero buffer stands in), fills the string property tables for the new strings (strings.py)
 and calls process_<REL>. read_map() reads the native hash table memory back through the
 exported accessors.
 """
@@ -16,6 +17,7 @@ from toaster.engine import Engine
 from toaster.errors import InputError
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
+from toaster.runtime.reads import columns_read, relations_read
 from toaster.types import FLOAT, STRING, BOOL
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
@@ -90,32 +92,49 @@ class LLVMEngine(Engine):
         self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
         ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
         self._pool.check_errors()
+        self._needed: dict = {}
         self._open = True
 
     # ---------------------------------------------------------------- input
+    def relations_needed(self) -> frozenset:
+        return relations_read(self.program)
+
+    def columns_needed(self, relation: str) -> tuple:
+        decl = self._decl(relation)
+        need = self._needed.get(decl.name)
+        if need is None:
+            need = self._needed[decl.name] = columns_read(self.program, decl.name, len(decl.columns))
+        return need
+
     def _apply(self, batch: Batch) -> None:
         if not self._open:
             raise InputError("engine is closed")
         decl = self._decl(batch.relation)
+        n = len(batch)
         arrays = []
-        for col, c in zip(batch.columns, decl.columns):
-            if c.type == STRING:
+        unread = None
+        for col, c, need in zip(batch.columns, decl.columns, self.columns_needed(decl.name)):
+            if not need:      # the native code never loads it: any 8-byte-wide buffer will do
+                if unread is None:
+                    unread = np.zeros(n, dtype=np.int64)
+                arrays.append(unread)
+            elif c.type == STRING:
                 arrays.append(self._pool.encode(col))
-            elif c.type == FLOAT:
-                arrays.append(np.ascontiguousarray(col, dtype=np.float64))
             elif c.type == BOOL:
                 arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
             else:
-                arrays.append(np.ascontiguousarray(col, dtype=np.int64))
+                arrays.append(np.ascontiguousarray(col))
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
-        self._process[decl.name](len(signs), signs.ctypes.data, *(a.ctypes.data for a in arrays))
+        self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
         self._pool.check_errors()
 
     # ---------------------------------------------------------------- output
     def read_map(self, name: str) -> dict:
         if not self._open:
             raise InputError("engine is closed")
+        if name not in self._accessors:
+            raise self._unknown_map(name)
         spec = self.program.map(name)
         count_fn, keys_fn, vals_fn = self._accessors[name]
         n = count_fn()

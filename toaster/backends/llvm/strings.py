@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
+import pyarrow as pa
 
 from toaster.calculus.functions import BUILTINS
 from toaster.errors import InputError
@@ -235,17 +236,26 @@ class StringPool:
         return i
 
     def encode(self, col) -> np.ndarray:
-        # New strings get ids once per distinct value (set difference); the per-row mapping runs
-        # in C (map over dict.__getitem__), no Python bytecode per row. Measured ~20x faster
-        # than numpy.unique on object arrays, which sorts with Python comparisons.
-        values = col.tolist()
-        lookup = self.ids.__getitem__
-        try:
-            return np.fromiter(map(lookup, values), dtype=np.int64, count=len(values))
-        except KeyError:
-            for s in sorted(set(values).difference(self.ids)):   # sorted: deterministic ids
+        """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
+        sequence of str). Arrow's C++ hash table dictionary-encodes the column; Python then
+        works once per *distinct* string of the batch (a C-level map over dict.get, with
+        interning of the new ones), and numpy maps the codes to ids. No Python per row."""
+        if isinstance(col, pa.ChunkedArray):
+            parts = [self.encode(c) for c in col.chunks]
+            return np.concatenate(parts) if parts else np.empty(0, np.int64)
+        if not isinstance(col, pa.Array):
+            col = pa.array(col, type=pa.string())
+        if not pa.types.is_dictionary(col.type):
+            col = col.dictionary_encode()
+        distinct = col.dictionary.to_pylist()
+        ids = list(map(self.ids.get, distinct))
+        if None in ids:
+            for s in sorted({d for d, i in zip(distinct, ids) if i is None}):   # sorted: deterministic ids
                 self.intern(s)
-            return np.fromiter(map(lookup, values), dtype=np.int64, count=len(values))
+            ids = list(map(self.ids.__getitem__, distinct))
+        mapping = np.array(ids, dtype=np.int64)
+        codes = col.indices.to_numpy(zero_copy_only=False)
+        return mapping[codes] if len(mapping) else np.zeros(len(codes), np.int64)
 
     def sync(self) -> None:
         """Fill every table for the strings that arrived since the last sync (and for the strings

@@ -1,0 +1,280 @@
+"""The CSV adaptor on Apache Arrow: pyarrow's multi-threaded CSV reader parses a whole file into
+typed columns (int64, float64, date32 -> YYYYMMDD, strings left as Arrow arrays), reading only
+the columns a program uses. The rules are those of toaster.runtime.csv_source (no quoting, no
+trimming of strings, blanks and tabs around numbers and dates ignored, one trailing delimiter,
+empty lines skipped); csv_source's line parser is the reference this reader is tested against.
+
+Fast path: one typed read. A file Arrow rejects (a bad field, a bad line, '+5' ints, invalid
+UTF-8) takes the checked path: the columns are read as strings and checked with vectorized
+masks (RE2 regexes, calendar arithmetic in numpy, field counts from the newline and delimiter
+positions). The first bad line is then reported exactly as the line parser reports it
+(file:line:col), after the batches before it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from toaster.errors import InputError
+from toaster.runtime.batch import Batch
+from toaster.runtime.checks import days_to_yyyymmdd, yyyymmdd_ok
+from toaster.types import INT, FLOAT, DATE, STRING, BOOL
+
+_INT_RX = r"^[+-]?[0-9]+$"
+_FLOAT_RX = r"(?i)^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|infinity|nan)$"
+_DATE_RX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DAY_MIN = int(np.datetime64("0001-01-01", "D").view(np.int64))
+_DAY_MAX = int(np.datetime64("9999-12-31", "D").view(np.int64))
+_FIRST_LINE = re.compile(rb"[\r\n]*([^\r\n]*)")
+_FAST_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), DATE: pa.date32(), STRING: pa.string(), BOOL: pa.string()}
+
+
+def arrow_supports(delim: str) -> bool:
+    """Arrow splits on one ASCII byte; other delimiters use the line parser."""
+    return len(delim) == 1 and ord(delim) < 128 and delim not in "\r\n"
+
+
+class _Layout:
+    """Which fields of a line the reader keeps, and their Arrow column names."""
+
+    def __init__(self, decl, deletions: bool, trailing: bool, needed):
+        self.decl = decl
+        self.lead = 2 if deletions else 0
+        self.want = len(decl.columns) + self.lead
+        self.trailing = trailing
+        self.names = [f"f{i}" for i in range(self.want + trailing)]
+        self.needed = tuple(needed) if needed is not None else (True,) * len(decl.columns)
+        self.read = [j for j, need in enumerate(self.needed) if need]
+        self.include = (["f1"] if deletions else []) + [f"f{self.lead + j}" for j in self.read] + \
+            ([self.names[-1]] if trailing else [])
+
+    def read_csv(self, data, delim: str, types: dict, threads: bool = True):
+        invalid = []
+
+        def on_invalid(row):
+            invalid.append(row)
+            return "skip"
+        table = pacsv.read_csv(
+            pa.BufferReader(data),
+            read_options=pacsv.ReadOptions(column_names=self.names, use_threads=threads),
+            parse_options=pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False,
+                                             newlines_in_values=False, ignore_empty_lines=True,
+                                             invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=self.include,
+                                                 null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False, check_utf8=True))
+        return table, bool(invalid)
+
+    def types(self, fast: bool) -> dict:
+        out = {n: pa.string() for n in self.include}
+        if fast:
+            for j in self.read:
+                out[f"f{self.lead + j}"] = _FAST_TYPES[self.decl.columns[j].type]
+        return out
+
+
+USE_THREADS = True     # Arrow parses blocks of a file in parallel
+
+
+def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int | None,
+                  needed=None) -> Iterator[Batch]:
+    """Batches of decl's relation from a CSV file (whole file as one batch by default)."""
+    from toaster.runtime.csv_source import parse_csv_lines
+    try:
+        data = pa.memory_map(path).read_buffer() if os.path.getsize(path) else b""
+    except OSError as e:
+        raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
+    m = _FIRST_LINE.match(memoryview(data))
+    if m.end(1) == m.start(1):      # no non-empty line
+        return
+    first = m.group(1).decode("utf-8", errors="replace")
+    want = len(decl.columns) + (2 if deletions else 0)
+    trailing = first.count(delim) == want and first.endswith(delim)
+    layout = _Layout(decl, deletions, trailing, needed)
+    try:
+        table, invalid = layout.read_csv(data, delim, layout.types(fast=True), USE_THREADS)
+        if not invalid:
+            columns, signs, bad = _convert(layout, table, fast=True)
+            if bad is None:
+                yield from _slices(decl, signs, columns, batch_size, table.num_rows)
+                return
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
+        pass
+    # checked path: the first bad line, if any, in file order
+    data = data.to_pybytes() if isinstance(data, pa.Buffer) else data
+    lines = Lines(data)
+    bad_row = lines.first_bad_count(data, delim, want)
+    utf8_row, utf8_col = lines.first_bad_utf8(data)
+    limit = min(bad_row, utf8_row)
+    prefix = data[:lines.start(limit)] if limit < lines.count else data
+    if limit > 0:
+        table, invalid = layout.read_csv(prefix, delim, layout.types(fast=False))
+        if invalid or table.num_rows != limit:    # lines with and without a trailing delimiter
+            readable = data[:lines.start(utf8_row)] if utf8_row < lines.count else data
+            yield from parse_csv_lines(decl, _split_lines(readable.decode("utf-8")), path=path,
+                                       batch_size=batch_size)
+            if utf8_row < lines.count:
+                raise InputError(f"{decl.name}: invalid UTF-8 in the file", file=path,
+                                 line=lines.number(utf8_row), column=utf8_col)
+            return
+        columns, signs, conv_bad = _convert(layout, table, fast=False)
+    else:
+        table, columns, signs, conv_bad = None, None, None, None
+    if conv_bad is not None and conv_bad < limit:
+        limit = conv_bad
+    if limit >= lines.count:
+        yield from _slices(decl, signs, columns, batch_size, table.num_rows)
+        return
+    keep = 0 if batch_size is None else limit // batch_size * batch_size
+    if keep:
+        good = table.slice(0, keep)
+        columns, signs, _ = _convert(layout, good, fast=False)
+        yield from _slices(decl, signs, columns, batch_size, keep)
+    line_text = lines.text(limit, data, errors="replace")
+    lineno = lines.number(limit)
+    if limit == utf8_row:
+        raise InputError(f"{decl.name}: invalid UTF-8 in the file", file=path, line=lineno, column=utf8_col)
+    _raise_line_error(decl, line_text, lineno, path, delim, deletions)
+
+
+def _split_lines(text: str):
+    """Lines as Python's universal-newline reader gives them (\\n, \\r, \\r\\n)."""
+    import io
+    return io.StringIO(text, newline="")
+
+
+def _raise_line_error(decl, line: str, lineno: int, path: str, delim: str, deletions: bool):
+    from toaster.runtime.csv_source import parse_csv_lines
+    list(parse_csv_lines(decl, [line], path=path, first_line=lineno))
+    raise AssertionError(f"{path}:{lineno}: the checked reader found a bad line the line parser accepts")
+
+
+def _slices(decl, signs, columns, batch_size, n) -> Iterator[Batch]:
+    if n == 0:
+        return
+    step = n if batch_size is None else batch_size
+    for lo in range(0, n, step):
+        yield Batch(decl.name, signs[lo:lo + step], tuple(None if c is None else c[lo:lo + step] for c in columns))
+
+
+def _convert(layout: _Layout, table: pa.Table, fast: bool):
+    """(columns, signs, first bad row or None) from a table read by layout."""
+    n = table.num_rows
+    bad = np.zeros(n, dtype=bool)
+    signs = np.ones(n, dtype=np.int8)
+    if layout.lead:
+        op = table.column("f1")
+        signs = np.where(_np(pc.equal(op, "0")), -1, 1).astype(np.int8)
+        bad |= ~_np(pc.is_in(op, value_set=pa.array(["0", "1"])))
+    if layout.trailing:
+        bad |= _np(pc.greater(pc.binary_length(table.column(layout.names[-1])), 0))
+    columns: list = [None] * len(layout.decl.columns)
+    for j in layout.read:
+        col = table.column(f"f{layout.lead + j}")
+        t = layout.decl.columns[j].type
+        if fast and t != BOOL:
+            if t == DATE:
+                days = _np(col).astype("datetime64[D]").view(np.int64)
+                if len(days) and (days.min() < _DAY_MIN or days.max() > _DAY_MAX):
+                    bad |= (days < _DAY_MIN) | (days > _DAY_MAX)      # year 0 or beyond 9999
+                columns[j] = days_to_yyyymmdd(days)
+            else:
+                columns[j] = col if t == STRING else _np(col)
+            continue
+        values, ok = _from_strings(t, col)
+        columns[j] = values
+        bad |= ~ok
+    first = int(np.argmax(bad)) if bad.any() else None
+    return columns, signs, first
+
+
+def _from_strings(t, col):
+    """(values, ok mask) of a string column under the CSV rules; values are junk where not ok."""
+    n = len(col)
+    if t == STRING:
+        return col, np.ones(n, dtype=bool)
+    col = pc.utf8_trim(col, " \t")         # as Arrow's typed reader and the line parser
+    if t == BOOL:
+        low = pc.utf8_lower(col)
+        true = _np(pc.is_in(low, value_set=pa.array(["true", "1"])))
+        ok = true | _np(pc.is_in(low, value_set=pa.array(["false", "0"])))
+        return true, ok
+    if t == INT:
+        ok = _np(pc.match_substring_regex(col, _INT_RX))
+        long = ok & (_np(pc.utf8_length(col)) >= 19)
+        for i in np.flatnonzero(long).tolist():          # only the 19+ digit numbers
+            ok[i] = -2**63 <= int(col[i].as_py()) < 2**63
+        safe = pc.if_else(pa.array(ok), pc.replace_substring_regex(col, r"^\+", ""), "0")
+        return _np(pc.cast(safe, pa.int64())), ok
+    if t == FLOAT:
+        ok = _np(pc.match_substring_regex(col, _FLOAT_RX))
+        return _np(pc.cast(pc.if_else(pa.array(ok), col, "0"), pa.float64())), ok
+    if t == DATE:
+        ok = _np(pc.match_substring_regex(col, _DATE_RX))
+        safe = pc.if_else(pa.array(ok), col, "0001-01-01")
+        part = lambda a, b: _np(pc.cast(pc.utf8_slice_codeunits(safe, a, b), pa.int64()))
+        v = part(0, 4) * 10000 + part(5, 7) * 100 + part(8, 10)
+        ok &= yyyymmdd_ok(v)
+        return v, ok
+    raise AssertionError(t)
+
+
+def _np(a) -> np.ndarray:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    return a.to_numpy(zero_copy_only=False)
+
+
+class Lines:
+    """Non-empty lines of a file (line breaks \\n, \\r, \\r\\n, as Python's reader), from numpy."""
+
+    def __init__(self, data: bytes):
+        b = np.frombuffer(data, dtype=np.uint8)
+        cr, lf = b == 13, b == 10
+        crlf = np.zeros(len(b), dtype=bool)
+        if len(b) > 1:
+            crlf[:-1] = cr[:-1] & lf[1:]
+        lf_alone = lf.copy()
+        if len(b) > 1:
+            lf_alone[1:] &= ~cr[:-1]
+        brk = np.flatnonzero(cr | lf_alone)
+        starts = np.concatenate([[0], brk + 1 + crlf[brk]]).astype(np.int64)
+        ends = np.concatenate([brk, [len(b)]]).astype(np.int64)
+        keep = ends > starts
+        self._starts, self._ends = starts[keep], ends[keep]
+        self._numbers = np.flatnonzero(keep) + 1
+        self.count = len(self._starts)
+
+    def start(self, row: int) -> int:
+        return int(self._starts[row])
+
+    def number(self, row: int) -> int:
+        return int(self._numbers[row])
+
+    def text(self, row: int, data: bytes, errors: str = "strict") -> str:
+        return data[self._starts[row]:self._ends[row]].decode("utf-8", errors=errors)
+
+    def first_bad_count(self, data: bytes, delim: str, want: int) -> int:
+        """First row whose field count is neither want nor want + a trailing delimiter."""
+        b = np.frombuffer(data, dtype=np.uint8)
+        pos = np.flatnonzero(b == ord(delim))
+        fields = np.searchsorted(pos, self._ends) - np.searchsorted(pos, self._starts) + 1
+        ends_with = b[self._ends - 1] == ord(delim)
+        bad = (fields != want) & ~((fields == want + 1) & ends_with)
+        return int(np.argmax(bad)) if bad.any() else self.count
+
+    def first_bad_utf8(self, data: bytes) -> tuple[int, int | None]:
+        """(row, 1-based character column) of the first invalid UTF-8 byte, or (count, None)."""
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            row = int(np.searchsorted(self._starts, e.start, side="right")) - 1
+            col = len(data[self._starts[row]:e.start].decode("utf-8", errors="replace")) + 1
+            return row, col
+        return self.count, None
