@@ -271,7 +271,10 @@ def _run_engine(comp, args) -> None:
         if not any(r.source is not None for r in relations):
             print(f"toaster: warning: no relation of {args.query} declares a source (FROM FILE); "
                   "the views stay as they start", file=sys.stderr)
-        tables, streams = load_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir)
+        # only the relations whose updates can change a view, only the columns the engine reads
+        tables, streams = load_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
+                                       relations_used=engine.relations_needed(),
+                                       columns=engine.columns_needed)
         batches = list(tables) + list(streams)
         events = 0
         before = engine.results() if args.emit == "changes" else None
