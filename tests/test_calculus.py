@@ -11,9 +11,11 @@ from toaster.calculus.delta import delta
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Rel, Sum,
                                  Value, Var, schema)
-from toaster.calculus.m3 import Event
-from toaster.calculus.parser import parse_expr, parse_m3
-from toaster.calculus.printer import print_expr, print_m3
+from toaster.m3.ir import Event
+from toaster.calculus.parser import parse_expr
+from toaster.m3.parser import parse_m3
+from toaster.calculus.printer import print_expr
+from toaster.m3.printer import print_m3
 from toaster.calculus.simplify import simplify_expr
 from toaster.pipeline import compile_sql
 from toaster.types import DATE, FLOAT, INT, STRING

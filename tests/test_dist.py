@@ -9,17 +9,17 @@ import random
 import pytest
 
 from toaster.backends.interp import InterpEngine
-from toaster.backends.spark import print_dist
+from toaster.dist.printer import print_dist
 from toaster.backends.spark import worker
-from toaster.backends.spark.blocks import dist_blocks, fuse_blocks
+from toaster.dist.blocks import dist_blocks, dist_fuse, fuse_blocks
 from toaster.backends.spark.codegen import dist_to_spark
-from toaster.backends.spark.dist_ir import (LOCAL, RANDOM, Dist, DistMap, DistStatement, Exchange, Block,
+from toaster.dist.ir import (LOCAL, RANDOM, Dist, DistMap, DistStatement, Exchange, Block,
                                             Repart, Scatter, Gather, IllFormed, tag_of, verify, transformer_count)
 from toaster.backends.spark.engine import load_program_module
-from toaster.backends.spark.placement import m3_to_dist, choose_partitioning
-from toaster.backends.spark.simplify import dist_simplify, simplify_expr
+from toaster.dist.placement import m3_to_dist, choose_partitioning
+from toaster.dist.simplify import dist_simplify, simplify_expr
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import M3Program, MapDecl, Trigger, Event, Statement
+from toaster.m3.ir import M3Program, MapDecl, Trigger, Event, Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import Options, get_pass
 from toaster.pipeline import compile_sql
@@ -56,7 +56,7 @@ def hand_group_sum() -> M3Program:
 # ------------------------------------------------------------------ printer
 
 def test_printer_golden_text_of_every_stage():
-    tagged = m3_to_dist(hand_group_sum(), OPTS)
+    tagged = m3_to_dist(hand_group_sum())
     assert print_dist(tagged).splitlines()[3:] == [
         "MAP Q[B:int]: int @ Dist(0);",
         "",
@@ -90,7 +90,8 @@ def test_printer_golden_text_of_every_stage():
 
 def test_passes_are_registered_with_their_stages():
     for name, takes, gives in [("m3_to_dist", "m3", "dist"), ("dist_simplify", "dist", "dist"),
-                               ("dist_blocks", "dist", "dist"), ("dist_to_spark", "dist", "spark")]:
+                               ("dist_blocks", "dist", "dist"), ("dist_fuse", "dist", "dist"),
+                               ("dist_to_spark", "dist", "spark")]:
         p = get_pass(name)
         assert (p.takes, p.gives) == (takes, gives)
 
@@ -116,7 +117,7 @@ def test_partitioning_override_and_errors():
     with pytest.raises(UnsupportedError):
         choose_partitioning(m3, {"NOPE": "local"})
     with pytest.raises(UnsupportedError):
-        m3_to_dist(compile_sql(GROUP_SUM, mode="tuple").m3, OPTS)
+        m3_to_dist(compile_sql(GROUP_SUM, mode="tuple").m3)
 
 
 # -------------------------------------------------------------- tagging
@@ -181,7 +182,7 @@ def test_simplifier_keeps_needed_transformers_and_pure_factors_it_cannot_move():
 @pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED])
 def test_every_stage_is_well_formed_and_simplify_never_adds_transformers(sql):
     m3 = compile_sql(sql, mode="batch").m3
-    tagged = m3_to_dist(m3, OPTS)
+    tagged = m3_to_dist(m3)
     simple = dist_simplify(tagged, OPTS)
     verify(tagged)
     verify(simple)
@@ -218,9 +219,9 @@ def test_block_fusion_merges_commuting_blocks_and_respects_dependencies():
 
 
 def test_block_fusion_reduces_blocks_of_real_programs():
-    simple = dist_simplify(m3_to_dist(compile_sql(JOIN3, mode="batch").m3, OPTS), OPTS)
-    fused = dist_blocks(simple, OPTS)
-    unfused = dist_blocks(simple, Options(mode="batch", extra={"no_block_fusion": True}))
+    simple = dist_simplify(m3_to_dist(compile_sql(JOIN3, mode="batch").m3), OPTS)
+    unfused = dist_blocks(simple, OPTS)
+    fused = dist_fuse(unfused, OPTS)
     n = lambda p: sum(len(t.blocks) for t in p.triggers)
     assert n(fused) < n(unfused)
 
@@ -228,7 +229,7 @@ def test_block_fusion_reduces_blocks_of_real_programs():
 # ------------------------------------------- generated code on a simulated cluster
 
 def test_generated_source_is_built_with_ast_and_round_trips():
-    sp = dist_to_spark(m3_to_dist(compile_sql(JOIN3, mode="batch").m3, OPTS), OPTS)
+    sp = compile_sql(JOIN3, mode="batch").stage("spark")
     tree = ast.parse(sp.source)
     assert ast.unparse(tree).strip() == sp.source.strip()
     assert "class Program(DistRuntime)" in sp.source and "__main__" in sp.source
@@ -280,8 +281,9 @@ class _Sim:
 
 def simulated_program(sql: str, partitions: int = 3, partitioning=None):
     comp = compile_sql(sql, mode="batch")
-    opts = Options(mode="batch", extra={"partitioning": partitioning or {}})
-    prog = dist_to_spark(dist_blocks(dist_simplify(m3_to_dist(comp.m3, opts), opts), opts), opts)
+    opts = Options(mode="batch")
+    dist = m3_to_dist(comp.m3, partitioning or {})
+    prog = dist_to_spark(dist_fuse(dist_blocks(dist_simplify(dist, opts), opts), opts), opts)
     mod = load_program_module(prog.source)
     cls = type("SimProgram", (_Sim, mod.Program), {})
     p = cls.__new__(cls)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from toaster.calculus.ir import AggSum, relations
-from toaster.calculus.parser import parse_m3
-from toaster.calculus.printer import print_m3
+from toaster.m3.parser import parse_m3
+from toaster.m3.printer import print_m3
 from toaster.pipeline import compile_sql
 
 # VLDBJ'14 Example 2: the orders/lineitem exchange-rate query. The paper's triggers are
@@ -132,9 +132,9 @@ def test_nested_aggregate_delta_or_reevaluation_on_every_backend(correlation, re
     import random
     from toaster.backends.calc import CalcEngine
     from toaster.calculus.from_sql import CalcProgram
-    from toaster.calculus.hoivm import compile_hoivm
+    from toaster.m3.hoivm import compile_hoivm
     from toaster.calculus.ir import Var
-    from toaster.calculus.m3 import MapDecl
+    from toaster.m3.ir import MapDecl
     from toaster.calculus.parser import parse_expr
     from toaster.runtime.batch import Batch
     from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn
@@ -235,7 +235,7 @@ def test_psp_plan_matches_vldbj_figure_5():
         q = [s for s in t.statements if s.target == "PSP"]
         assert len(q) == 1 and q[0].op == ":="
         # the re-evaluation only reads the six maps: no relation is scanned
-        from toaster.calculus.hoivm import _maps_read
+        from toaster.m3.hoivm import _maps_read
         assert _maps_read(q[0].rhs) <= {m.name for m in keyed} | {m.name for m in m3.maps if not m.keys}
 
 
@@ -248,7 +248,7 @@ GROUP BY C.CK;
 
 
 def _atoms_of(e) -> tuple:
-    from toaster.calculus.hoivm import _atoms
+    from toaster.m3.hoivm import _atoms
     return tuple(sorted(r.name for r in _atoms(e)))
 
 
@@ -257,7 +257,7 @@ def test_q18a_trigger_program_matches_vldbj_figure_4():
     statements: constant work for C and O insertions, and for LI insertions the revised delta
     rule for the equality-correlated nested aggregate (lines 08-09 loop over CK only and read
     Q_O2[ok] with and without qty)."""
-    from toaster.calculus.hoivm import _maps_read
+    from toaster.m3.hoivm import _maps_read
     m3 = compile_sql(Q18A).m3
     assert parse_m3(print_m3(m3)) == m3
     by_atoms = {(_atoms_of(m.definition), len(m.keys)): m.name for m in m3.maps}

@@ -127,7 +127,7 @@ def test_printer_c_like():
 
 def _prog(body, params=(), maps=None):
     maps = maps if maps is not None else (imp.MapSpec("M", (INT,), INT), imp.MapSpec("F", (), FLOAT))
-    from toaster.calculus.m3 import Event
+    from toaster.m3.ir import Event
     trig = imp.ImpTrigger("on_insert_R", Event("insert", "R", ()), params, tuple(body))
     return imp.ImpProgram((), maps, (trig,), ())
 

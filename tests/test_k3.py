@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from toaster.calculus.ir import Const as CConst, MapRef, Prod, Rel, Value, Var as CVar
-from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.errors import UnsupportedError
 from toaster.k3 import ir as k3
 from toaster.k3.examples import EXAMPLES

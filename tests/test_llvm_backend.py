@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from toaster.calculus.m3 import Event
+from toaster.m3.ir import Event
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapClear, MapSpec, ImpTrigger, ImpProgram)

@@ -10,7 +10,6 @@ import pytest
 from toaster.backends.interp import InterpEngine
 from toaster.backends.spark.engine import SparkEngine
 from toaster.errors import InputError
-from toaster.passes import Options
 from toaster.pipeline import compile_sql, print_stage
 from toaster.runtime.batch import Batch
 from toaster.testing import Oracle, compare_results, random_stream
@@ -58,8 +57,7 @@ def test_state_survives_checkpoints_and_other_partition_counts(spark):
 
 def test_engine_from_m3_with_partitioning_override_and_program_file(spark, tmp_path):
     comp = compile_sql(GROUP_SUM, mode="batch")
-    opts = Options(mode="batch", extra={"partitioning": {m.name: "local" for m in comp.m3.maps}})
-    engine = SparkEngine(comp.m3, spark=spark, options=opts)
+    engine = SparkEngine(comp.m3, spark=spark, partitioning={m.name: "local" for m in comp.m3.maps})
     ref = InterpEngine(comp.m3)
     try:
         b = Batch.from_rows("R", engine.relations["R"].types, [(3, 1), (4, 1), (5, 2), (1, 2)], [1, 1, 1, 1])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toaster.calculus.explain import dependency_graph, explain, to_dot
+from toaster.m3.explain import dependency_graph, explain, to_dot
 from toaster.pipeline import compile_sql
 from toaster.testing import check_compilation, random_stream
 

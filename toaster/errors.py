@@ -1,4 +1,4 @@
-"""Errors a user can cause. The CLI prints them as one line and exits with code 2."""
+"""Errors a user can cause (one line, exit code 2) and internal errors (a defect; exit code 3)."""
 from __future__ import annotations
 
 
@@ -52,3 +52,30 @@ class UnsupportedError(ToasterError):
 class InputError(ToasterError):
     """A malformed input row; the batch holding it is rejected whole."""
     kind = "bad input"
+
+
+class UsageError(ToasterError):
+    """A bad command-line flag, pass name, pass option or API argument."""
+    kind = "error"
+
+
+class InternalError(Exception):
+    """A defect inside toaster: an exception raised by a pass. Not the user's fault; the CLI
+    prints one line naming the pass and its stage and exits with code 3 (`--traceback` for more)."""
+
+    def __init__(self, pass_name: str, stage: str, file: str | None, cause: BaseException,
+                 during: str = ""):
+        self.during = during       # e.g. "printing its output" when a dump hook failed
+        self.pass_name = pass_name
+        self.stage = stage
+        self.file = file
+        self.cause = cause
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f" on {self.file}" if self.file else ""
+        detail = str(self.cause).strip().splitlines()
+        detail = detail[0] if detail else ""
+        during = f" while {self.during}" if self.during else ""
+        return (f"internal error in pass {self.pass_name} (stage {self.stage}){during}{where}: "
+                f"{type(self.cause).__name__}{': ' + detail if detail else ''}")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from toaster.calculus.evaluator import Database, evaluate
-from toaster.calculus.m3 import M3Program
+from toaster.m3.ir import M3Program
 from toaster.engine import TriggerEngine
 
 

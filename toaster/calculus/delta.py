@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Cmp, Const, Extremum, relations, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, ZERO,
                                  is_zero, mk_prod, mk_sum, neg, all_vars, schema)
-from toaster.calculus.m3 import Event
+from toaster.calculus.maps import Event
 from toaster.calculus.nested_delta import NotRangeRestricted, revised_lift_delta
 from toaster.errors import UnsupportedError
 from toaster.types import INT

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Extremum, Func, Lift, Prod, Rel, Sum,
                                  Value, Var, expr_type, mk_prod, mk_sum, neg, ONE, ZERO)
-from toaster.calculus.m3 import MapDecl
+from toaster.calculus.maps import MapDecl
 from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A

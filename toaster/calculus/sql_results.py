@@ -10,7 +10,7 @@ from __future__ import annotations
 from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_aggregate, _unsupported
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
-from toaster.calculus.m3 import MapDecl
+from toaster.calculus.maps import MapDecl
 from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
 from toaster.frontend import ast as A
 from toaster.schema import QueryResult, ResultColumn

@@ -150,7 +150,7 @@ class MapSpec:
 
 @dataclass(frozen=True, slots=True)
 class ImpTrigger:
-    """Code for one M3 trigger. `event` is the toaster.calculus.m3.Event it implements.
+    """Code for one M3 trigger. `event` is the toaster.calculus.maps.Event it implements.
     Single-tuple triggers receive the tuple's fields as params (LocalRefs, in column order);
     batch triggers have no params and read the DELTA_<REL> map."""
     name: str

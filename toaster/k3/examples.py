@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Lift, MapRef, Prod, Sum, Value, Var,
                                  Rel, neg)
-from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn
 from toaster.types import INT, FLOAT
 

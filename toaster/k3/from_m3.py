@@ -18,7 +18,7 @@ A statement `m[keys] += rhs` becomes `iterate(\\(outs, v). m[keys] += v, C)`.
 from __future__ import annotations
 
 from toaster.calculus import ir as c
-from toaster.calculus.m3 import M3Program, Statement
+from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import delta_map_name
 from toaster.passes import pass_

@@ -236,7 +236,7 @@ class K3Map:
 @dataclass(frozen=True, slots=True)
 class K3Trigger:
     name: str
-    event: object        # toaster.calculus.m3.Event
+    event: object        # toaster.calculus.maps.Event
     params: tuple        # tuple[Var, ...]
     body: tuple          # tuple of statements
 

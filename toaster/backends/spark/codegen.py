@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from toaster.passes import pass_
 from toaster.types import INT
-from toaster.backends.spark.dist_ir import (Local, Dist, DistProgram, DistStatement, Exchange, delta_map_name,
+from toaster.dist.ir import (Local, Dist, DistProgram, DistStatement, Exchange, delta_map_name,
                                             map_names)
 from toaster.backends.spark.lower_local import lower_statements
 from toaster.backends.spark.pygen import block_function, map_param, name, call, attr_call, const, tuple_of, assign
@@ -139,16 +139,12 @@ class _Gen:
 
 def generate_module(prog: DistProgram) -> ast.Module:
     if prog.stage != "blocks":
-        from toaster.backends.spark.blocks import dist_blocks
-        prog = dist_blocks(prog, None)
+        raise ValueError("the PySpark generator reads blocks: run dist_blocks first")
     return _Gen(prog).module()
 
 
 @pass_("dist_to_spark", takes="dist", gives="spark")
 def dist_to_spark(prog: DistProgram, options) -> SparkProgram:
     """Generate the PySpark driver program (source built with `ast`)."""
-    if prog.stage != "blocks":
-        from toaster.backends.spark.blocks import dist_blocks
-        prog = dist_blocks(prog, options)
     source = ast.unparse(generate_module(prog)) + "\n"
     return SparkProgram(source, prog.relations, prog.queries, prog)

@@ -4,23 +4,26 @@ from __future__ import annotations
 import itertools
 import types
 
-from toaster.calculus.m3 import M3Program
+from toaster.m3.ir import M3Program
 from toaster.engine import Engine
 from toaster.passes import Options
 from toaster.runtime.batch import Batch
-from toaster.backends.spark.dist_ir import DistProgram
+from toaster.dist.ir import DistProgram
 from toaster.backends.spark.codegen import SparkProgram
 
 _module_ids = itertools.count(1)
 
 
-def compile_dist(m3: M3Program, options: Options | None = None) -> DistProgram:
-    """m3_to_dist, dist_simplify, dist_blocks."""
-    from toaster.backends.spark.placement import m3_to_dist
-    from toaster.backends.spark.simplify import dist_simplify
-    from toaster.backends.spark.blocks import dist_blocks
-    options = options or Options(mode="batch")
-    return dist_blocks(dist_simplify(m3_to_dist(m3, options), options), options)
+def compile_dist(m3: M3Program, partitioning: dict | None = None) -> DistProgram:
+    """m3_to_dist, dist_simplify, dist_blocks, dist_fuse (through the pass manager)."""
+    from toaster.dist.placement import partitioning_items
+    from toaster.pipeline import BRANCHES, load_pass_modules
+    from toaster.passes import run_spec
+    load_pass_modules()
+    spec = [p for p in BRANCHES["distributed"].passes if p != "dist_to_spark"]
+    if partitioning:
+        spec[0] += "{partitioning=" + ",".join(partitioning_items(partitioning)) + "}"
+    return run_spec("|".join(spec), m3, Options(mode="batch"))
 
 
 def load_program_module(source: str) -> types.ModuleType:
@@ -40,12 +43,12 @@ class SparkEngine(Engine):
     backend = "spark"
 
     def __init__(self, program, *, relations=None, queries=None, spark=None, master: str | None = None,
-                 partitions: int | None = None, checkpoint_every: int = 50, options: Options | None = None):
+                 partitions: int | None = None, checkpoint_every: int = 50, partitioning: dict | None = None):
         if isinstance(program, M3Program):
-            program = compile_dist(program, options)
+            program = compile_dist(program, partitioning)
         if isinstance(program, DistProgram):
             from toaster.backends.spark.codegen import dist_to_spark
-            program = dist_to_spark(program, options)
+            program = dist_to_spark(program, Options(mode="batch"))
         if isinstance(program, SparkProgram):
             relations = program.relations if relations is None else relations
             queries = program.queries if queries is None else queries

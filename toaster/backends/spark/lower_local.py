@@ -16,7 +16,7 @@ m3_to_k3 / k3_to_imp lowering instead.
 from __future__ import annotations
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import Statement
+from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Call, MapGet, Declare, Assign, If, ForEach,
                                    MapAdd, MapClear, delta_map_name)

@@ -1,4 +1,4 @@
-"""M3 trigger programs: materialized maps and the triggers that keep them fresh.
+"""The M3 stage: trigger programs: materialized maps and the triggers that keep them fresh.
 
 A map is declared with its key variables, value type and defining calculus expression
 (AggSum(keys, definition) is what it holds). A trigger fires on an event:
@@ -17,28 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from toaster.types import Type
-
-
-@dataclass(frozen=True, slots=True)
-class MapDecl:
-    name: str
-    keys: tuple          # tuple[Var, ...] (names are the canonical key names, types matter)
-    type: Type           # value type: INT or FLOAT
-    definition: object   # calculus expression whose AggSum over keys the map holds
-    role: str = "aux"    # 'query' (a result column) | 'aux' (auxiliary / higher-order view)
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    kind: str            # 'insert' | 'delete' | 'batch'
-    relation: str
-    args: tuple = ()     # tuple[Var, ...] for single-tuple events
-
-    @property
-    def sign(self) -> int:
-        return -1 if self.kind == "delete" else 1
-
+from toaster.calculus.maps import Event, MapDecl  # noqa: F401  (the M3 vocabulary, re-exported)
 
 @dataclass(frozen=True, slots=True)
 class Statement:

@@ -14,9 +14,9 @@ A rewrite is kept only when the statement stays well formed.
 from __future__ import annotations
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import Statement
+from toaster.m3.ir import Statement
 from toaster.passes import pass_
-from toaster.backends.spark.dist_ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, TRANSFORMERS, DistStatement,
+from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, TRANSFORMERS, DistStatement,
                                             Block, DistTrigger, DistProgram, IllFormed, tag_of, map_names,
                                             statement_tag_ok, transformer_count)
 

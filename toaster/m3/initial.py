@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.calculus.ir import AggSum, Const, Lift, Prod, Rel, Sum, Value, is_zero, mk_prod, mk_sum
-from toaster.calculus.m3 import MapDecl, Statement
+from toaster.m3.ir import MapDecl, Statement
 from toaster.calculus.simplify import lifts_empty_groups
 from toaster.errors import UnsupportedError
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from toaster.calculus import ir as C
 from toaster.calculus.printer import print_expr, print_query_result, print_relation, _vars, _typed_vars
-from toaster.backends.spark.dist_ir import (Repart, Scatter, Gather, DistStatement, Exchange, DistProgram,
+from toaster.dist.ir import (Repart, Scatter, Gather, DistStatement, Exchange, DistProgram,
                                             DistMap)
 
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 from collections import Counter
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import M3Program, Statement
+from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
-from toaster.passes import pass_
-from toaster.backends.spark.dist_ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
+from dataclasses import dataclass
+
+from toaster.errors import UsageError
+from toaster.passes import Pass, register
+from toaster.dist.ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
                                             Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
                                             map_names)
 
@@ -220,12 +223,54 @@ def block_mode(loc) -> str:
     return "local" if isinstance(loc, Local) else "dist"
 
 
-@pass_("m3_to_dist", takes="m3", gives="dist")
-def m3_to_dist(prog: M3Program, options) -> DistProgram:
+def parse_partitioning(items) -> dict:
+    """`MAP:local` or `MAP:0+2` (key positions) items -> {map: 'local' | [positions]}."""
+    out = {}
+    for item in items:
+        name, sep, how = item.partition(":")
+        if not sep or not name or not how:
+            raise UsageError(f"partitioning {item!r}: expected MAP:local or MAP:POS[+POS...]")
+        if how == "local":
+            out[name] = "local"
+        else:
+            try:
+                out[name] = [int(x) for x in how.split("+")]
+            except ValueError:
+                raise UsageError(f"partitioning {item!r}: key positions must be integers") from None
+    return out
+
+
+def partitioning_items(partitioning: dict) -> tuple:
+    """{map: 'local' | [positions]} -> the `m3_to_dist{partitioning=...}` option items."""
+    out = []
+    for name, how in partitioning.items():
+        out.append(f"{name}:local" if how == "local" else f"{name}:" + "+".join(str(int(p)) for p in how))
+    return tuple(out)
+
+
+@register
+@dataclass(frozen=True)
+class M3ToDist(Pass):
+    """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2).
+
+    partitioning: per-map overrides, `MAP:local` (on the driver) or `MAP:0+1` (partitioned by
+    those key positions); other maps are partitioned by the key the batch binds most often.
+    """
+    name = "m3_to_dist"
+    takes = "m3"
+    gives = "dist"
+    description = "partitioning choice and location tags (Hot Dog §4.1-4.2)"
+    partitioning: tuple[str, ...] = ()
+
+    def run(self, prog, options):
+        return m3_to_dist(prog, parse_partitioning(self.partitioning))
+
+
+def m3_to_dist(prog: M3Program, override: dict | None = None) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
-    tags = choose_partitioning(prog, dict(options.extra.get("partitioning", {}) if options else {}))
+    tags = choose_partitioning(prog, dict(override or {}))
     dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name]) for m in prog.maps)
     maps = {m.name: m for m in dmaps}
     triggers = []

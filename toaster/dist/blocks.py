@@ -12,11 +12,11 @@ commutes with every block in between.
 from __future__ import annotations
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import Statement
+from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
-from toaster.backends.spark.dist_ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, Repart, Scatter, Gather,
+from toaster.dist.ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, Repart, Scatter, Gather,
                                             TRANSFORMERS, DistMap, DistStatement, Exchange, Block, DistTrigger,
                                             DistProgram, tag_of, map_names, delta_map_name)
 
@@ -222,13 +222,13 @@ def mode_of(item) -> str:
     return "local" if isinstance(item.loc, Local) else "dist"
 
 
-@pass_("dist_blocks", takes="dist")
-def dist_blocks(prog: DistProgram, options) -> DistProgram:
-    """Single-transformer form, then statement blocks fused (Hot Dog §4.3.2, Appendix C.3)."""
+@pass_("dist_blocks", takes="dist", skippable=False,
+       why_required="the PySpark code generator needs single-transformer form and blocks")
+def dist_blocks(prog: DistProgram, options=None) -> DistProgram:
+    """Single-transformer form; each statement and exchange its own block (Hot Dog §4.3.2)."""
     if prog.stage == "blocks":
         return prog
     stf = _STF(prog)
-    fuse = not (options and options.extra.get("no_block_fusion"))
     triggers = []
     for trig in prog.triggers:
         stf.memo = {}
@@ -236,6 +236,14 @@ def dist_blocks(prog: DistProgram, options) -> DistProgram:
         for b in trig.blocks:
             for it in b.items:
                 items += stf.statement(it) if isinstance(it, DistStatement) else [it]
-        blocks = [Block(mode_of(i), (i,)) for i in items]
-        triggers.append(DistTrigger(trig.event, tuple(fuse_blocks(blocks) if fuse else blocks)))
+        triggers.append(DistTrigger(trig.event, tuple(Block(mode_of(i), (i,)) for i in items)))
     return DistProgram(prog.relations, prog.maps + tuple(stf.temps), tuple(triggers), prog.queries, stage="blocks")
+
+
+@pass_("dist_fuse", takes="dist")
+def dist_fuse(prog: DistProgram, options=None) -> DistProgram:
+    """Block fusion (Hot Dog Appendix C.3): merge a block into an earlier one of the same mode."""
+    if prog.stage != "blocks":
+        raise ValueError("dist_fuse runs on blocks (after dist_blocks)")
+    triggers = tuple(DistTrigger(t.event, tuple(fuse_blocks(list(t.blocks)))) for t in prog.triggers)
+    return DistProgram(prog.relations, prog.maps, triggers, prog.queries, stage="blocks")

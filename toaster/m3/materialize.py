@@ -10,6 +10,8 @@ the re-evaluation only scans small aggregated maps.
 """
 from __future__ import annotations
 
+import networkx as nx
+
 from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, schema,
                                  mk_prod, mk_sum, relations, Const)
 from toaster.calculus.simplify import simplify_monomials, subst
@@ -43,8 +45,7 @@ def _materialize(compiler, m, factors, needed_out: set, bound: frozenset) -> lis
             f = _nested(compiler, m, f, frozenset(seen))
         seen |= schema(f, seen)[1]
         others.append(f)
-    from toaster.calculus.hoivm import _components
-    comps = _components(rels, bound)
+    comps = components(rels, bound)
     comp_vars = [set().union(*(set(r.vars) for r in c)) - bound for c in comps]
     assigned = [[] for _ in comps]
     outside = []
@@ -128,3 +129,15 @@ def _ordered(factors) -> list:
             if v not in out:
                 out.append(v)
     return out
+
+
+def components(rels, known) -> list:
+    """Connected components of relation atoms joined on variables not bound in `known`."""
+    g = nx.Graph()
+    for i, r in enumerate(rels):
+        g.add_node(i)
+        for j in range(i):
+            if (set(r.vars) & set(rels[j].vars)) - known:
+                g.add_edge(i, j)
+    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    return [[rels[i] for i in c] for c in comps]

@@ -21,8 +21,9 @@ import networkx as nx
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
-from toaster.calculus.initial import initial_value
-from toaster.calculus.m3 import Event, M3Program, MapDecl, Statement, Trigger
+from toaster.m3.initial import initial_value
+from toaster.m3.materialize import components, materialize_nested, reevaluation_rhs
+from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
 from toaster.errors import UnsupportedError
@@ -132,7 +133,6 @@ class HOIVMCompiler:
         if self.strategy == "rep" or self.depth_limit == 0:
             rhs = AggSum(tuple(m.keys), self._over_base_maps(body))
         else:
-            from toaster.calculus.materialize import reevaluation_rhs
             rhs = reevaluation_rhs(self, m, body, m.keys)
         for rel in self.relation_order:
             if rel not in on:
@@ -218,7 +218,7 @@ class HOIVMCompiler:
                 if isinstance(f, Lift) and f.var not in known and all_vars(f.expr) <= known:
                     known.add(f.var)
                     grew = True
-        comps = [rels] if self.strategy == "naive" and rels else _components(rels, known)
+        comps = [rels] if self.strategy == "naive" and rels else components(rels, known)
         comp_vars = [set().union(*(set(r.vars) for r in c)) - known for c in comps]
         assigned = [[] for _ in comps]
         outside = []
@@ -262,7 +262,6 @@ class HOIVMCompiler:
         if any(relations(f) for f in rest):
             # nested aggregates read decorrelated maps; the variables bound before them (the
             # trigger's, the components') are their correlation
-            from toaster.calculus.materialize import materialize_nested
             seen = set(known) | set().union(*comp_vars) if comp_vars else set(known)
             out = []
             for f in rest:
@@ -396,17 +395,6 @@ def _key_restriction(f, keys, bound) -> dict | None:
     return None
 
 
-def _components(rels, known) -> list:
-    g = nx.Graph()
-    for i, r in enumerate(rels):
-        g.add_node(i)
-        for j in range(i):
-            if (set(r.vars) & set(rels[j].vars)) - known:
-                g.add_edge(i, j)
-    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
-    return [[rels[i] for i in c] for c in comps]
-
-
 def _ordered_vars(factors, pred) -> list:
     out = []
     for f in factors:
@@ -522,9 +510,10 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
         if not relations(m.definition):
             c.notes.append(f"{m.name}: reads no relation -> a constant, set once (ON SYSTEM READY)")
         keys = tuple(m.keys)
+        # the definition as the calc stage left it: `simplify_calc` (a pass of its own) normalizes
+        # it; every delta below is simplified whatever the definition's form
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
-        monos = simplify_monomials(body, set(keys))
-        definition = AggSum(keys, mk_sum([x.to_expr() for x in monos]))
+        definition = AggSum(keys, body)
         decl = MapDecl(m.name, keys, m.type, definition, "query")
         c.maps[decl.name] = decl
         c.root[decl.name] = decl.name

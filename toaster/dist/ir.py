@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toaster.calculus import ir as C
-from toaster.calculus.m3 import Statement
+from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 
 
@@ -113,7 +113,7 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class DistTrigger:
-    event: object      # toaster.calculus.m3.Event (kind 'batch')
+    event: object      # toaster.calculus.maps.Event (kind 'batch')
     blocks: tuple      # tuple[Block, ...]
 
 

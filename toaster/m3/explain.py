@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import networkx as nx
 
-from toaster.calculus.hoivm import _maps_read
-from toaster.calculus.printer import print_event, print_expr, print_statement
+from toaster.m3.hoivm import _maps_read
+from toaster.calculus.printer import print_expr
+from toaster.m3.printer import print_event, print_statement
 
 
 def dependency_graph(m3) -> nx.DiGraph:
