@@ -7,9 +7,10 @@ tests/test_pass_fixtures.py, against the M3 reference engine).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from toaster.passes import pass_
+from toaster.errors import UsageError
+from toaster.passes import Options, Pass, pass_, register
 from toaster.k3.ir import Var, Lambda, Apply, Lookup, K3Program, free_vars
 from toaster.k3.rewrites import REWRITES
 from toaster.k3.rewrites.terms import _fresh, is_simple, map_children
@@ -70,9 +71,32 @@ def fuse(program: K3Program, rules: Collection[str] | None = None) -> K3Program:
     return rewrite_program(program, lambda s: bottom_up(s, rule))
 
 
-@pass_("k3_fuse", "k3", "k3")
+@register
+@dataclass(frozen=True)
+class K3Fuse(Pass):
+    """Fusion / deforestation and beta reduction: the named K3 rewrites to a fixpoint.
+
+    rules: the rewrites to apply (names from toaster.k3.rewrites.REWRITES); none: all of them.
+    """
+    name = "k3_fuse"
+    takes = "k3"
+    gives = "k3"
+    description = "fusion / deforestation and beta reduction: the named K3 rewrites to a fixpoint"
+    rules: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if self.rules is not None:
+            try:
+                select_rules(self.rules)
+            except KeyError as e:
+                raise UsageError(f"pass k3_fuse, option rules: {e.args[0]}") from None
+
+    def run(self, program: K3Program, options: Options) -> K3Program:
+        return fuse(program, self.rules)
+
+
 def k3_fuse(program: K3Program, options=None) -> K3Program:
-    """Fusion / deforestation and beta reduction: the named K3 rewrites to a fixpoint."""
+    """All the K3 rewrites to a fixpoint (the k3_fuse pass with its default options)."""
     return fuse(program)
 
 
