@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 
 from toaster.errors import UsageError
 from toaster.passes import Options, Pass, pass_, register
-from toaster.k3.ir import Var, Lambda, Apply, Lookup, K3Program, free_vars
+from toaster.k3.ir import Lambda, Apply, Lookup, K3Program, free_vars
 from toaster.k3.rewrites import REWRITES
-from toaster.k3.rewrites.terms import _fresh, is_simple, map_children
+from toaster.k3.rewrites.terms import fresh_var, is_simple, map_children
 
 # ------------------------------------------------------------- generic rewriting
 
@@ -118,7 +118,7 @@ def _cse_stmt(stmt, params: set):
     repeated = [l for l, n in counts.items() if n > 1]
     if not repeated:
         return stmt
-    names = {l: Var(f"_cse{next(_fresh)}", l.type) for l in repeated}
+    names = {l: fresh_var("_cse", l.type) for l in repeated}
 
     def swap(x):
         return names[x] if x in names else map_children(x, swap)

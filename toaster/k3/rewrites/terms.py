@@ -88,7 +88,7 @@ def subst(e, mapping: dict):
             new_params = []
             for p in params:
                 if p.name in needed:
-                    q = Var(f"{p.name}_{next(_fresh)}", p.type)
+                    q = fresh_var(f"{p.name}_", p.type)
                     renames[p.name] = q
                     new_params.append(q)
                 else:
@@ -97,6 +97,11 @@ def subst(e, mapping: dict):
                 body = subst(body, renames)
             return Lambda(tuple(new_params), subst(body, inner))
     return map_children(e, lambda x: subst(x, mapping))
+
+
+def fresh_var(prefix: str, type_) -> Var:
+    """A variable no program holds yet (numbered from a process-wide counter)."""
+    return Var(f"{prefix}{next(_fresh)}", type_)
 
 
 def is_simple(e) -> bool:
