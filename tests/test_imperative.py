@@ -17,7 +17,7 @@ from toaster.imperative.passes import ImpVerifyError, verify_imp
 from toaster.imperative.printer import print_imp
 from toaster.k3.examples import EXAMPLES
 from toaster.k3.from_m3 import m3_to_k3
-from toaster.k3.passes import k3_beta_reduce, k3_cse, k3_fuse
+from toaster.k3.passes import k3_cse, k3_fuse
 from toaster.passes import get_pass
 from toaster.types import INT, FLOAT, BOOL
 
@@ -30,7 +30,7 @@ QUERY_DIR = os.path.join(os.path.dirname(__file__), "queries", "skeleton")
 def lower(m3, optimize: bool):
     prog = m3_to_k3(m3)
     if optimize:
-        prog = k3_cse(k3_beta_reduce(k3_fuse(prog)))
+        prog = k3_cse(k3_fuse(prog))
     return verify_imp(k3_to_imp(prog))
 
 

@@ -15,9 +15,12 @@ from toaster.k3 import ir as k3
 from toaster.k3.examples import EXAMPLES
 from toaster.k3.from_m3 import m3_to_k3
 from toaster.k3.interpreter import K3Engine
-from toaster.k3.passes import k3_beta_reduce, k3_cse, k3_fuse, subst
+from toaster.k3.passes import K3Fuse, fuse, k3_cse, k3_fuse
 from toaster.k3.printer import print_k3
-from toaster.passes import get_pass
+from toaster.k3.rewrites import REWRITES
+from toaster.k3.rewrites.terms import subst
+from toaster.errors import UsageError
+from toaster.passes import REGISTRY, get_pass, parse_spec
 from toaster.schema import Column, RelationDecl
 from toaster.testing.generator import random_stream
 from toaster.testing.oracle import values_equal
@@ -26,10 +29,9 @@ from toaster.types import INT
 MODES = ("tuple", "batch")
 PASS_CHAINS = {
     "none": [],
-    "beta": [k3_beta_reduce],
     "fuse": [k3_fuse],
     "cse": [k3_cse],
-    "fuse+beta+cse": [k3_fuse, k3_beta_reduce, k3_cse],
+    "fuse+cse": [k3_fuse, k3_cse],
 }
 
 
@@ -80,17 +82,57 @@ def test_k3_matches_m3_reference(example, mode, chain):
         assert run_against_reference(m3, lambda: K3Engine(prog), seed=seed) > 0
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_passes_are_registered_and_idempotent_in_meaning(mode):
-    m3 = EXAMPLES["three_way_join"](mode)
-    prog = get_pass("m3_to_k3")(m3)
-    assert isinstance(prog, k3.K3Program)
-    for name in ("k3_beta_reduce", "k3_fuse", "k3_cse"):
+@pytest.mark.parametrize("rule", list(REWRITES))
+def test_each_rewrite_alone_preserves_meaning(rule):
+    """Every rule is a law on its own: applied alone (to a fixpoint) it keeps the meaning."""
+    for example in sorted(EXAMPLES):
+        for mode in MODES:
+            m3 = EXAMPLES[example](mode)
+            prog = fuse(m3_to_k3(m3), [rule])
+            assert run_against_reference(m3, lambda: K3Engine(prog), seed=3, n_batches=15) > 0
+
+
+def test_passes_are_registered():
+    for name in ("k3_fuse", "k3_cse"):
         p = get_pass(name)
         assert (p.takes, p.gives) == ("k3", "k3")
-        prog = p(prog)
-    again = get_pass("k3_fuse")(get_pass("k3_beta_reduce")(prog))
-    assert again == get_pass("k3_beta_reduce")(get_pass("k3_fuse")(again))
+    assert "k3_beta_reduce" not in REGISTRY  # beta is the rule k3_fuse{rules=beta}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fuse_reaches_a_fixpoint_and_reports_no_change_there(mode):
+    prog = m3_to_k3(EXAMPLES["three_way_join"](mode))
+    fused = fuse(prog)
+    assert fused != prog
+    assert fuse(fused) is fused
+    assert fuse(prog, rules=()) is prog
+    assert parse_spec("k3_fuse")[0].run(fused, None) is fused
+
+
+def test_fuse_selects_rules_by_name():
+    prog = m3_to_k3(EXAMPLES["three_way_join"]("tuple"))
+    only_beta = fuse(prog, ["beta"])
+    assert only_beta is prog  # the lowering makes no lets: beta alone has nothing to do
+    assert fuse(prog, ["iterate_of_singleton"]) != prog
+    assert parse_spec("k3_fuse{rules=iterate_of_singleton,beta}")[0].rules == ("iterate_of_singleton", "beta")
+
+
+def test_unknown_rule_names_are_refused_with_the_known_ones():
+    prog = m3_to_k3(EXAMPLES["three_way_join"]("tuple"))
+    with pytest.raises(KeyError, match="unknown K3 rewrite 'no_such_rule'; known: map_of_singleton, "):
+        fuse(prog, ["beta", "no_such_rule"])
+    with pytest.raises(UsageError, match="option rules: unknown K3 rewrite 'nope'"):
+        parse_spec("k3_fuse{rules=beta,nope}")
+    with pytest.raises(UsageError):
+        K3Fuse(rules=("nope",))
+
+
+def test_every_rewrite_states_its_law():
+    """The first docstring line is `lhs = rhs: why` (listed by REWRITES[name].law)."""
+    for r in REWRITES.values():
+        assert r.fn.__doc__.strip().startswith(r.law)
+        lhs, eq, rest = r.law.partition(" = ")
+        assert eq and lhs and ": " in rest, f"{r.name}: {r.law!r}"
 
 
 def _nodes(e):
@@ -101,7 +143,7 @@ def _nodes(e):
 
 def test_fusion_removes_intermediate_collections():
     """After fusion the 3-way-join insert-R trigger streams: no singleton, flatten or nested map."""
-    prog = k3_beta_reduce(k3_fuse(m3_to_k3(EXAMPLES["three_way_join"]("tuple"))))
+    prog = k3_fuse(m3_to_k3(EXAMPLES["three_way_join"]("tuple")))
     trig = next(t for t in prog.triggers if t.name == "on_insert_R")
     kinds = {type(n).__name__ for s in trig.body for n in _nodes(s)}
     assert not kinds & {"Singleton", "Flatten", "Map", "Apply"}, kinds
@@ -155,7 +197,7 @@ def test_sideways_binding_left_to_right():
                    (Trigger(Event("insert", "R", (a,)), (
                        Statement("Q", (), "+=", Prod((MapRef("M", (X,), INT), MapRef("M", (X,), INT)))),
                        Statement("M", (a,), "+=", Value(CConst(1, INT))))),), ())
-    prog = k3_beta_reduce(k3_fuse(m3_to_k3(m3)))
+    prog = k3_fuse(m3_to_k3(m3))
     it = prog.triggers[0].body[0]
     assert isinstance(it, k3.Iterate) and isinstance(it.coll, k3.Slice) and it.coll.pattern == (None,)
     looked = [n for n in _nodes(it.fn.body) if isinstance(n, k3.Lookup)]
@@ -182,5 +224,26 @@ def test_printer_is_deterministic_and_readable():
         text = print_k3(prog)
         assert text == print_k3(m3_to_k3(EXAMPLES["three_way_join"](mode)))
         assert "slice M2[" in text and "trigger on_" in text
-        fused = print_k3(k3_beta_reduce(k3_fuse(prog)))
+        fused = print_k3(k3_fuse(prog))
         assert len(fused) < len(text)
+
+
+# ------------------------------------------------- rules no M3 lowering reaches (no M3 fixture)
+
+def _eval(e):
+    from toaster.k3.interpreter import K3Interpreter
+    return K3Interpreter({}).eval(e, {})
+
+
+@pytest.mark.parametrize("rule, expr", [
+    ("filter_of_empty", k3.Filter(k3.Lambda((k3.Var("x", INT),), k3.BinOp(">", k3.Var("x", INT), k3.Const(0, INT), INT)),
+                                  k3.Empty(k3.CollType(k3.TupleType((INT,)))))),
+    ("fold_of_empty", k3.Aggregate(k3.Lambda((k3.Var("acc", INT), k3.Var("x", INT)),
+                                             k3.BinOp("+", k3.Var("acc", INT), k3.Var("x", INT), INT)),
+                                   k3.Const(7, INT), k3.Empty(k3.CollType(k3.TupleType((INT,)))))),
+])
+def test_rules_on_hand_built_k3(rule, expr):
+    out = REWRITES[rule](expr)
+    assert out is not None and out != expr
+    assert _eval(out) == _eval(expr)
+    assert all(REWRITES[r](expr) is None for r in REWRITES if r != rule)  # no other rule takes it

@@ -1,0 +1,35 @@
+-- M3 program (mode: tuple)
+-- k3_fuse rule filter_of_singleton: the comparison {a < b} lowers to filter(a < b, {1}): it becomes a conditional
+-- RUN: m3_to_k3 | k3_fuse{rules=filter_of_singleton}
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+DECLARE QUERY MAP Q[]: int :=
+  AggSum([], (R(A, B) * S(B, C)));
+DECLARE MAP M[B:int]: int :=
+  AggSum([B], S(B, C));
+DECLARE MAP M2[B:int, C:int]: int :=
+  S(B, C);
+DECLARE MAP M3[C:int]: int :=
+  AggSum([C], S(B, C));
+
+DECLARE RESULT QR KEYS () VALUES (V:int FROM Q);
+
+ON + R(a:int, b:int) {
+  Q[] += ({a < b} * M[b]);
+}
+
+ON + S(b:int, c:int) {
+  M[b] += {1};
+  M2[b, c] += {1};
+  M3[c] += {1};
+}
+
+-- CHECK: trigger on_insert_R
+-- CHECK-NOT: filter
+-- CHECK: if (a < b)
+-- CHECK-NEXT: then
+-- CHECK-NEXT: singleton
+-- CHECK-NEXT: (1)
+-- CHECK-NEXT: else
+-- CHECK-NEXT: empty {<int>}

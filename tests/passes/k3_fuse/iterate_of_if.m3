@@ -1,0 +1,33 @@
+-- M3 program (mode: tuple)
+-- k3_fuse rule iterate_of_if: Q[] += {a < b} loops over a conditional: a conditional of two loops
+-- RUN: m3_to_k3 | k3_fuse{rules=filter_of_singleton} | k3_fuse{rules=iterate_of_if}
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+DECLARE QUERY MAP Q[]: int :=
+  AggSum([], (R(A, B) * S(B, C)));
+DECLARE MAP M[B:int]: int :=
+  AggSum([B], S(B, C));
+DECLARE MAP M2[B:int, C:int]: int :=
+  S(B, C);
+DECLARE MAP M3[C:int]: int :=
+  AggSum([C], S(B, C));
+
+DECLARE RESULT QR KEYS () VALUES (V:int FROM Q);
+
+ON + R(a:int, b:int) {
+  Q[] += {a < b};
+}
+
+ON + S(b:int, c:int) {
+  M[b] += {1};
+  M2[b, c] += {1};
+  M3[c] += {1};
+}
+
+-- CHECK: trigger on_insert_R
+-- CHECK-NEXT: if (a < b)
+-- CHECK-NEXT: then
+-- CHECK-NEXT: iterate \(_v2) ->
+-- CHECK: else
+-- CHECK-NEXT: iterate \(_v2) ->

@@ -1,0 +1,33 @@
+-- M3 program (mode: tuple)
+-- k3_fuse rule map_of_empty: after filter_of_singleton and map_of_if, the else branch maps over {}: it is {}
+-- RUN: m3_to_k3 | k3_fuse{rules=filter_of_singleton,map_of_if} | k3_fuse{rules=map_of_empty}
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+DECLARE QUERY MAP Q[]: int :=
+  AggSum([], (R(A, B) * S(B, C)));
+DECLARE MAP M[B:int]: int :=
+  AggSum([B], S(B, C));
+DECLARE MAP M2[B:int, C:int]: int :=
+  S(B, C);
+DECLARE MAP M3[C:int]: int :=
+  AggSum([C], S(B, C));
+
+DECLARE RESULT QR KEYS () VALUES (V:int FROM Q);
+
+ON + R(a:int, b:int) {
+  Q[] += ({a < b} * M[b]);
+}
+
+ON + S(b:int, c:int) {
+  M[b] += {1};
+  M2[b, c] += {1};
+  M3[c] += {1};
+}
+
+-- CHECK: trigger on_insert_R
+-- CHECK: if (a < b)
+-- CHECK: (1)
+-- CHECK-NEXT: else
+-- CHECK-NEXT: empty {{<int>}}
+-- CHECK-NEXT: }

@@ -1,0 +1,33 @@
+-- M3 program (mode: tuple)
+-- k3_fuse rule map_of_map: the slice M2[b, *] is mapped to (C, v) and mapped again by the product: one map
+-- RUN: m3_to_k3 | k3_fuse{rules=map_of_map}
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+DECLARE QUERY MAP Q[]: int :=
+  AggSum([], (R(A, B) * S(B, C)));
+DECLARE MAP M[B:int]: int :=
+  AggSum([B], S(B, C));
+DECLARE MAP M2[B:int, C:int]: int :=
+  S(B, C);
+DECLARE MAP M3[C:int]: int :=
+  AggSum([C], S(B, C));
+
+DECLARE RESULT QR KEYS () VALUES (V:int FROM Q);
+
+ON + R(a:int, b:int) {
+  Q[] += (M2[b, C] * {a});
+}
+
+ON + S(b:int, c:int) {
+  M[b] += {1};
+  M2[b, c] += {1};
+  M3[c] += {1};
+}
+
+-- CHECK: trigger on_insert_R
+-- CHECK: map \(_k1, C, _v2) ->
+-- CHECK-NEXT: map \(_v4) -> (C, (_v2 * _v4))
+-- CHECK: (a)
+-- CHECK-NEXT: over
+-- CHECK-NEXT: slice M2[b, *]
