@@ -2,7 +2,7 @@
 
 A calculus expression evaluated with some variables already bound becomes a K3 bag of
 tuples `(o1, .., ok, value)` over its output variables (in first-binding order). The
-translation is deliberately uniform and naive; k3_fuse / k3_beta_reduce clean it up:
+translation is deliberately uniform and naive; k3_fuse (named rewrites, toaster/k3/rewrites) cleans it up:
   Value(t)          {(t)}
   Cmp               filter(cond) over {(1)}
   MapRef/DeltaRel   {(lookup)} when every key is bound, else a Slice mapped to its outputs
