@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from toaster.calculus import ir as C
 from toaster.calculus.m3 import Event
@@ -55,25 +55,31 @@ def run_parser(parser: Lark, text: str, what: str, file: str | None):
         return parser.parse(text)
     except UnexpectedInput as e:
         raise syntax_error(e, text, what, file) from None
-    except VisitError as e:
-        if isinstance(e.orig_exc, ToasterError):
-            raise e.orig_exc.located(file) from None
-        raise
+    except ToasterError as e:  # raised while building nodes
+        raise e.located(file) from None
 
 
 def parse_m3_decls(tokens, file: str | None) -> tuple[tuple, tuple]:
-    """(relations, queries) of CREATE / DECLARE RESULT declarations, each an M3_DECL token."""
-    relations, queries = [], []
+    """(relations, queries) of CREATE / DECLARE RESULT declarations, each an M3_DECL token.
+
+    They are parsed as one M3 text in which each token keeps its line and column, so the M3
+    parser's error positions are positions in the whole file."""
+    parts, line, col = [], 1, 1
     for tok in tokens:
-        try:
-            m3 = parse_m3(str(tok))
-        except ToasterError as e:
-            line = (e.line or 1) + tok.line - 1
-            column = (e.column or 1) + (tok.column - 1 if (e.line or 1) == 1 else 0)
-            raise type(e)(e.message, file=file, line=line, column=column) from None
-        relations += m3.relations
-        queries += m3.queries
-    return tuple(relations), tuple(queries)
+        if tok.line > line:
+            parts.append("\n" * (tok.line - line))
+            line, col = tok.line, 1
+        parts.append(" " * max(tok.column - col, 0) + str(tok))
+        text = str(tok)
+        line += text.count("\n")
+        col = (len(text) - text.rfind("\n")) if "\n" in text else max(tok.column, col) + len(text)
+    if not parts:
+        return (), ()
+    try:
+        m3 = parse_m3("".join(parts))
+    except ToasterError as e:
+        raise e.located(file) from None
+    return m3.relations, m3.queries
 
 
 def tuple_event(sign: str, relation: str, args) -> Event:

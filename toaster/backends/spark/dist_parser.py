@@ -11,7 +11,7 @@ import os
 from functools import lru_cache
 
 from lark import Lark, Token
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from toaster.calculus import ir as C
 from toaster.calculus import parser as calc_parser
@@ -117,10 +117,8 @@ def parse_dist(text: str, file: str | None = None) -> DistProgram:
         near = f" near {text[pos:pos + 20]!r}" if pos is not None else ""
         raise SqlSyntaxError(f"cannot parse distributed M3 text{near}", file=file,
                              line=getattr(e, "line", None), column=getattr(e, "column", None)) from None
-    except VisitError as e:
-        if isinstance(e.orig_exc, ToasterError):
-            raise e.orig_exc.located(file) from None
-        raise
+    except ToasterError as e:  # raised while building nodes
+        raise e.located(file) from None
     stage = str(items[0])
     relations = tuple(x for x in items if isinstance(x, RelationDecl))
     queries = tuple(x for x in items if isinstance(x, QueryResult))
