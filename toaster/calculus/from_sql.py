@@ -375,10 +375,11 @@ class Translator:
             case "COUNT":
                 return AggSum((), base)
             case "AVG":
-                s = self.fresh("s", FLOAT)
+                total = AggSum((), mk_prod([base, self.value(call.args[0])]))
+                s = self.fresh("s", expr_type(total))   # typed as its sum, so the IR reparses
                 n = self.fresh("n", INT)
                 return AggSum((), mk_prod([
-                    Lift(s, AggSum((), mk_prod([base, self.value(call.args[0])]))),
+                    Lift(s, total),
                     Lift(n, AggSum((), base)),
                     Value(Arith("/", (s, Func("listmax", (Const(1, INT), n), INT)), FLOAT))]))
             case "MIN" | "MAX":

@@ -99,7 +99,7 @@ COMMENT: /--[^\n]*/
 
 @lru_cache(maxsize=2)
 def _parser(start: str) -> Lark:
-    return Lark(_GRAMMAR, start=start, parser="earley", propagate_positions=True)
+    return Lark(_GRAMMAR, start=start, parser="lalr", propagate_positions=True)
 
 
 _UNTYPED = None

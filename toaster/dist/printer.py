@@ -1,5 +1,7 @@
-"""Canonical text of distributed M3: M3 syntax plus location tags and transformers.
+"""Canonical text of distributed M3: M3 syntax plus location tags and transformers
+(parsed back by dist_parser.parse_dist).
 
+    DISTRIBUTED M3 (blocks)
     MAP M1[B:int]: int @ Dist(0);
     ON BATCH R {
       BLOCK dist {
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from toaster.calculus import ir as C
 from toaster.calculus.printer import print_expr, print_query_result, print_relation, _vars, _typed_vars
+from toaster.m3.printer import print_event
 from toaster.dist.ir import (Repart, Scatter, Gather, DistStatement, Exchange, DistProgram,
                                             DistMap)
 
@@ -54,7 +57,7 @@ def print_dist_item(item) -> str:
 
 
 def print_dist(prog: DistProgram) -> str:
-    out = [f"-- distributed M3 ({prog.stage})"]
+    out = [f"DISTRIBUTED M3 ({prog.stage})"]
     out += [print_relation(r) for r in prog.relations]
     out.append("")
     out += [print_dist_map(m) for m in prog.maps]
@@ -62,7 +65,7 @@ def print_dist(prog: DistProgram) -> str:
     out += [print_query_result(q) for q in prog.queries]
     for t in prog.triggers:
         out.append("")
-        out.append(f"ON BATCH {t.event.relation} {{")
+        out.append(f"{print_event(t.event)} {{")
         for b in t.blocks:
             out.append(f"  BLOCK {b.mode} {{")
             out += ["    " + print_dist_item(i) for i in b.items]
