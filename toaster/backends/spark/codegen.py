@@ -9,8 +9,9 @@ The module holds
     order: local blocks on the driver, dist blocks with `self.run_dist`, exchanges with
     `self.repart / self.scatter / self.gather` (see runtime.py). These calls only plan: the
     dist blocks and exchanges up to the next `self.sync()` (after an exchange block with a
-    Gather, which the driver's next local block reads) or the end of the trigger run as one
-    Spark job, each dist block one stage, the exchanges of one block one shuffle;
+    Gather, before the local blocks that read the gathered maps, deferred past the dist work
+    that does not need them) or the end of the trigger run as one Spark job, each dist block one
+    stage, the exchanges of one block one shuffle;
   * `if __name__ == '__main__': run_main(Program)` for spark-submit.
 """
 from __future__ import annotations
@@ -72,8 +73,6 @@ class _Gen:
                     out.append(_self_call("gather", const(ex.target), const(ex.source)))
                 else:
                     out.append(_self_call(ex.kind, const(ex.target), const(ex.source), tuple_of(map(const, ex.parts))))
-            if any(ex.kind == "gather" for ex in block.items):
-                out.append(_self_call("sync"))     # the driver reads the gathered maps next
             return out
         stmts = [it.stmt for it in block.items]
         self.counter += 1
@@ -101,12 +100,28 @@ class _Gen:
         delta = delta_map_name(rel)
         body = [_self_call("begin_trigger", const(delta), name("delta"))]
         temps = [delta]
+        # A local block after a Gather waits for the job; it is deferred past the dist work that
+        # follows (which cannot read what it writes except through a Scatter), so that the
+        # whole trigger stays one Spark job where the program allows it.
+        deferred, deferred_writes, gathered = [], set(), False
         for b in trig.blocks:
-            body += self.block_calls(b)
+            if b.mode == "local" and (gathered or deferred):
+                deferred += self.block_calls(b)
+                deferred_writes |= {it.stmt.target for it in b.items}
+            elif b.mode == "exchange" and deferred and any(
+                    ex.kind == "scatter" and ex.source in deferred_writes for ex in b.items):
+                body += [_self_call("sync")] + deferred + self.block_calls(b)
+                deferred, deferred_writes, gathered = [], set(), False
+            else:
+                body += self.block_calls(b)
+            if b.mode == "exchange" and any(ex.kind == "gather" for ex in b.items):
+                gathered = True
             for it in b.items:
                 t = it.target if isinstance(it, Exchange) else it.stmt.target
                 if self.maps[t].kind == "temp":
                     temps.append(t)
+        if deferred:
+            body += [_self_call("sync", const(False))] + deferred
         body.append(_self_call("end_trigger", _strs(dict.fromkeys(temps))))
         args = ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg("delta")], vararg=None,
                              kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])

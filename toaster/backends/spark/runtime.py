@@ -79,6 +79,7 @@ class DistRuntime:
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
+    last_job_plan = None         # the RDD the last job collected
 
     def __init__(self, sc, partitions: int | None = None, checkpoint_every: int = 50,
                  checkpoint_dir: str | None = None):
@@ -137,10 +138,11 @@ class DistRuntime:
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
         self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
 
-    def sync(self) -> None:
-        """Run the planned stages as one job; the gathered maps land in self.local."""
+    def sync(self, more: bool = True) -> None:
+        """Run the planned stages as one job; the gathered maps land in self.local.
+        more=False: no dist work follows in this trigger (nothing to carry to a next job)."""
         if self._stages:
-            self._run_job(more_follow=True)
+            self._run_job(more_follow=more)
 
     def end_trigger(self, temps: tuple) -> None:
         try:
@@ -201,7 +203,9 @@ class DistRuntime:
                 rdd = rdd.persist()
                 self._persisted.append(rdd)
                 self._carried = rdd.filter(_to_workers)
-            gathered = rdd.filter(_to_driver).flatMap(_records).collect()
+            final = rdd.filter(_to_driver).flatMap(_records)
+            self.last_job_plan = final          # its toDebugString() is the job's plan (tests)
+            gathered = final.collect()
         except BaseException:
             for v, (last, logs) in self._undo.items():     # the failed stages never happened
                 self.views[v].last, self.views[v].logs = last, logs

@@ -183,8 +183,11 @@ def stage_task(spec: dict):
     root, store, seq, parts_n = spec["root"], spec["store"], spec["seq"], spec["partitions"]
 
     def run(p, elements):
-        temps = {}
-        for _dest, recs in elements:
+        temps, out = {}, {}
+        for dest, recs in elements:
+            if dest < 0:                  # gathered by an earlier stage: on its way to the driver
+                out.setdefault(-1, []).extend(recs)
+                continue
             for name, k, v in recs:
                 d = temps.get(name)
                 if d is None:
@@ -207,7 +210,6 @@ def stage_task(spec: dict):
         def source(n):
             return views[n].map if n in views else temps.get(n, {})
 
-        out = {}
         for target, src, positions in spec["reparts"]:
             for k, v in source(src).items():
                 out.setdefault(key_partition(k, positions) % parts_n, []).append((target, k, v))
