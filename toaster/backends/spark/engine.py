@@ -38,12 +38,17 @@ class SparkEngine(Engine):
     """SparkEngine(m3_program | dist_program | spark_program | source, relations=, queries=, ...).
 
     apply(batch) pre-aggregates the batch on the driver (net multiplicity per tuple) and runs
-    the relation's batch trigger: one chain of Spark jobs per batch.
+    the relation's batch trigger: one Spark job per batch, plus one per Gather that the driver
+    reads before more distributed work (`jobs_last_batch` counts them). Distributed views stay
+    resident in the executors' Python workers; `checkpoint_dir` (a path or URL every executor
+    can reach; default a driver-local temp dir, enough for local masters) holds their durable
+    copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md).
     """
     backend = "spark"
 
     def __init__(self, program, *, relations=None, queries=None, spark=None, master: str | None = None,
-                 partitions: int | None = None, checkpoint_every: int = 50, partitioning: dict | None = None):
+                 partitions: int | None = None, checkpoint_every: int = 50, partitioning: dict | None = None,
+                 checkpoint_dir: str | None = None):
         if isinstance(program, M3Program):
             program = compile_dist(program, partitioning)
         if isinstance(program, DistProgram):
@@ -64,7 +69,7 @@ class SparkEngine(Engine):
             spark = get_spark(master)
         self.module = load_program_module(source)
         self.program = self.module.Program(spark.sparkContext, partitions=partitions,
-                                           checkpoint_every=checkpoint_every)
+                                           checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
 
     def _apply(self, batch: Batch) -> None:
         delta = {}
@@ -72,6 +77,10 @@ class SparkEngine(Engine):
             delta[row] = delta.get(row, 0) + sign
         delta = {k: v for k, v in delta.items() if v != 0}
         self.program.apply_delta(batch.relation.upper(), delta)
+
+    @property
+    def jobs_last_batch(self) -> int:
+        return self.program.jobs_last_batch
 
     def read_map(self, name: str) -> dict:
         return self.program.read_map(name)

@@ -2,9 +2,11 @@
 
 Maps are Python dicts from key tuples to numbers, passed to the block function as parameters
 named `m_<MAP>`; zero entries are never stored (MapAdd drops a key whose sum becomes 0), so
-ForEach need not skip zeros. A slice (ForEach with bound positions) nested inside another loop
-reads a secondary index built once at the start of the enclosing top-level statement; an
-outermost slice is a filtered scan (the same cost as building the index).
+ForEach need not skip zeros. A slice (ForEach with bound positions) reads a secondary index
+taken at the start of its top-level statement with `index_of` (worker.py): views are
+`IndexedMap`s whose indexes are maintained across batches, so a slice costs what it returns;
+temps and deltas (plain dicts, O(batch)) get one built by a scan. A statement that writes the
+map it slices reads a snapshot of (key, value) pairs instead (M3 statements read the pre-state).
 """
 from __future__ import annotations
 
@@ -100,12 +102,17 @@ class _PyGen:
             _nested_slices(s, 0, wanted)
             for m, bound in dict.fromkeys(wanted):
                 ix = self.fresh("ix")
-                self.indexes[(m, bound)] = ix
-                out += self.build_index(ix, m, bound)
+                snapshot = _writes([s], m)
+                self.indexes[(m, bound)] = (ix, snapshot)
+                if snapshot:
+                    out += self.build_index(ix, m, bound)
+                else:
+                    out.append(assign(ix, call("index_of", name(map_param(m)), tuple_of(map(const, bound)))))
             out += self.stmt(s, 0)
         return out
 
     def build_index(self, ix: str, m: str, bound: tuple) -> list:
+        """{subkey: [(key, value), ...]} of m as it is now (for statements that write m)."""
         k, v = self.fresh("k"), self.fresh("v")
         sub = tuple_of(ast.Subscript(name(k), const(i), ast.Load()) for i in bound)
         append = attr_call(attr_call(ix, "setdefault", sub, ast.List([], ast.Load())), "append",
@@ -151,9 +158,13 @@ class _PyGen:
                   for i, kv in enumerate(s.key_vars) if kv is not None]
         want = tuple_of(self.expr(s.pattern[i]) for i in bound)
         target = tuple_of([name(k, ast.Store()), val], ast.Store())
-        ix = self.indexes.get((s.map, bound))
-        if ix is not None:
+        ix, snapshot = self.indexes.get((s.map, bound), (None, False))
+        if snapshot:
             return [ast.For(target, attr_call(ix, "get", want, tuple_of([])), unpack + body, [])]
+        if ix is not None:
+            value = assign(self.local(s.value_var), ast.Subscript(name(mp), name(k), ast.Load()))
+            return [ast.For(name(k, ast.Store()), attr_call(ix, "get", want, tuple_of([])),
+                            [value] + unpack + body, [])]
         got = tuple_of(ast.Subscript(name(k), const(i), ast.Load()) for i in bound)
         items = attr_call(mp, "items")
         if _writes(s.body, s.map):
@@ -166,7 +177,7 @@ def _nested_slices(s, depth: int, out: list) -> None:
     match s:
         case ForEach(m, pattern, _, _, body):
             bound = tuple(i for i, p in enumerate(pattern) if p is not None)
-            if bound and depth > 0:
+            if bound:
                 out.append((m, bound))
             for b in body:
                 _nested_slices(b, depth + 1, out)

@@ -1,25 +1,34 @@
 """Driver-side runtime of generated PySpark programs (base class of the generated `Program`).
 
-State: Local maps are driver dicts (`self.local`); Dist maps are RDDs with exactly one dict per
-partition (`self.dist`), persisted (MEMORY_AND_DISK) and replaced by new RDDs after each batch.
-Exchanges: Scatter = split a driver dict by partition + parallelize; Repart = partitionBy on the
-hash of the partition key + one merged dict per partition; Gather = collect + merge on the driver.
-A dist block zips the co-partitioned RDDs it reads and maps the generated per-partition function
-over them. Each batch ends with one job materializing the new map versions (checkpointed every
-`checkpoint_every` batches so lineage stays short); the old versions are then unpersisted.
-Durability is Spark's: lost partitions are recomputed from lineage or the last checkpoint.
+State (docs/spark-engine.md): Local maps are driver dicts (`self.local`, views as IndexedMaps);
+Dist views are executor-resident, versioned, with a durable copy under `checkpoint_dir`
+(state.py). The driver holds no RDD of state, so no lineage grows from batch to batch.
+
+A batch trigger's `scatter / repart / gather / run_dist` calls only plan. The dist blocks between
+two exchanges form a stage; the plan runs as ONE Spark job when the driver needs its result
+(`sync()` after an exchange block with a Gather) or at the end of the trigger:
+
+    parallelize(P buckets of the scattered records)           (the batch's slice for each partition)
+      -> mapPartitionsWithIndex(stage 1)  -> partitionBy(P)   (all Reparts of one block: one shuffle)
+      -> mapPartitionsWithIndex(stage 2)  -> ... -> collect()  (the Gathered records only)
+
+Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
+same job reads. Per-batch work is O(batch): tasks update their partition's views in place and
+log the changed entries; every `checkpoint_every` batches one more job snapshots the views and
+drops the log they replace.
 """
 from __future__ import annotations
 
 import csv
-import functools
-import operator
+import os
+import shutil
 import sys
 import tempfile
+import uuid
+from dataclasses import dataclass, field
 
-from pyspark import StorageLevel
-
-from toaster.backends.spark import worker
+from toaster.backends.spark import state, worker
+from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
 
@@ -30,7 +39,38 @@ def register_worker_by_value() -> None:
     if not _registered:
         from pyspark import cloudpickle
         cloudpickle.register_pickle_by_value(worker)
+        cloudpickle.register_pickle_by_value(state)
         _registered = True
+
+
+def _identity(dest: int) -> int:
+    return dest
+
+
+def _to_driver(element) -> bool:
+    return element[0] < 0
+
+
+def _to_workers(element) -> bool:
+    return element[0] >= 0
+
+
+@dataclass
+class _Stage:
+    blocks: list = field(default_factory=list)      # (fn, params, writes)
+    reparts: list = field(default_factory=list)     # (target, source, positions)
+    gathers: list = field(default_factory=list)     # (target, source)
+    closed: bool = False                            # an exchange follows: the next block starts a stage
+
+
+@dataclass
+class _ViewLog:
+    last: int = 0            # seq of the last stage that wrote the view (committed)
+    snap: int = 0            # seq of its snapshot (0: empty)
+    logs: list = field(default_factory=list)   # committed write seqs after the snapshot
+
+    def version(self) -> tuple:
+        return (self.last, self.snap, tuple(self.logs))
 
 
 class DistRuntime:
@@ -38,100 +78,170 @@ class DistRuntime:
     DIST_MAPS: dict = {}         # view map -> partition key positions
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
+    _stages = None               # the planned, not yet run, stages (None outside a runtime)
+    last_job_plan = None         # the RDD the last job collected
 
-    def __init__(self, sc, partitions: int | None = None, checkpoint_every: int = 0,
+    def __init__(self, sc, partitions: int | None = None, checkpoint_every: int = 50,
                  checkpoint_dir: str | None = None):
         register_worker_by_value()
         self.sc = sc
         self.partitions = int(partitions or sc.defaultParallelism)
         self.checkpoint_every = checkpoint_every
-        if checkpoint_every and sc.getCheckpointDir() is None:
-            sc.setCheckpointDir(checkpoint_dir or tempfile.mkdtemp(prefix="toaster-spark-ckpt-"))
+        self.store = uuid.uuid4().hex
+        self._own_dir = checkpoint_dir is None
+        base = checkpoint_dir or tempfile.mkdtemp(prefix="toaster-spark-state-")
+        self.root = f"{base.rstrip('/')}/{self.store}"
         self.batches = 0
-        self.local = {n: {} for n in self.LOCAL_MAPS}
-        self.dist = {n: self._persist(self._empty()) for n in self.DIST_MAPS}
-        self._reset_trigger_state()
+        self.seq = 0
+        self.jobs_last_batch = 0
+        self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
+        self.views = {n: _ViewLog() for n in self.DIST_MAPS}
+        self._reset_plan()
 
-    # ------------------------------------------------------------- plumbing
-    def _reset_trigger_state(self):
-        self._drop: list = []        # RDDs to unpersist once the batch is materialized
-        self._written: set = set()   # views given a new version in this batch
+    def _reset_plan(self):
+        self._stages: list = []
+        self._scattered = [[] for _ in range(self.partitions)]   # records for the next job's first stage
+        self._carried = None         # RDD from an earlier job of this trigger, still to be shuffled
+        self._persisted: list = []
 
-    def _empty(self):
-        return self.sc.parallelize([{} for _ in range(self.partitions)], self.partitions)
+    # ------------------------------------------------------------ planning
+    def _open_stage(self) -> _Stage:
+        if not self._stages or self._stages[-1].closed:
+            self._stages.append(_Stage())
+        return self._stages[-1]
 
-    @staticmethod
-    def _persist(rdd):
-        return rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    def _last_stage(self) -> _Stage:
+        st = self._stages[-1] if self._stages else None
+        if st is None or (st.closed and not st.reparts and not st.gathers):
+            st = self._open_stage()
+        return st
 
-    def _set_dist(self, name: str, rdd) -> None:
-        old = self.dist.get(name)
-        if old is not None:
-            self._drop.append(old)
-        self.dist[name] = rdd
-        if name in self.DIST_MAPS:
-            self._written.add(name)
-
-    # ------------------------------------------------------------ triggers
     def begin_trigger(self, delta_name: str, delta: dict) -> None:
+        self._job0 = _last_job_id(self.sc)
         self.local[delta_name] = delta
 
-    def end_trigger(self, temps: tuple) -> None:
-        self.batches += 1
-        fresh = [self.dist[n] for n in sorted(self._written)]
-        if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
-            stale = [self.dist[n] for n in self.DIST_MAPS if not self.dist[n].isCheckpointed()]
-            for r in stale:
-                r.checkpoint()
-            fresh += [r for r in stale if r not in fresh]
-        if fresh:
-            self.sc.union(fresh).count()   # one job: compute, cache (and checkpoint) the new versions
-        for t in temps:
-            self.local.pop(t, None)
-            r = self.dist.pop(t, None)
-            if r is not None:
-                self._drop.append(r)
-        for r in self._drop:
-            r.unpersist()
-        self._reset_trigger_state()
-
-    # ------------------------------------------------------------ exchanges
     def scatter(self, target: str, source: str, parts: tuple) -> None:
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
-        self._set_dist(target, self._persist(self.sc.parallelize(buckets, self.partitions)))
+        for p, b in enumerate(buckets):
+            self._scattered[p].extend((target, k, v) for k, v in b.items())
 
     def repart(self, target: str, source: str, parts: tuple) -> None:
-        rdd = (self.dist[source].flatMap(worker.dict_items)
-               .partitionBy(self.partitions, functools.partial(worker.key_partition, positions=parts))
-               .mapPartitions(worker.one_dict))
-        self._set_dist(target, self._persist(rdd))
+        st = self._last_stage()
+        st.reparts.append((target, source, tuple(parts)))
+        st.closed = True
 
     def gather(self, target: str, source: str) -> None:
-        dicts = self.dist[source].collect()
-        self.local[target] = worker.merge_entries(kv for d in dicts for kv in d.items())
+        st = self._last_stage()
+        st.gathers.append((target, source))
+        st.closed = True
 
-    # ---------------------------------------------------------- dist blocks
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
-        rdds = [self.dist[p] for p in params]
-        zipped = rdds[0].map(worker.singleton_tuple)
-        for r in rdds[1:]:
-            zipped = zipped.zip(r).map(worker.append_to_tuple)
-        out = self._persist(zipped.map(lambda ds: fn(*ds)))
-        self._drop.append(out)
-        for i, name in enumerate(writes):
-            self._set_dist(name, self._persist(out.map(operator.itemgetter(i))))
+        self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
+
+    def sync(self, more: bool = True) -> None:
+        """Run the planned stages as one job; the gathered maps land in self.local.
+        more=False: no dist work follows in this trigger (nothing to carry to a next job)."""
+        if self._stages:
+            self._run_job(more_follow=more)
+
+    def end_trigger(self, temps: tuple) -> None:
+        try:
+            if self._stages:
+                self._run_job(more_follow=False)
+        finally:
+            for r in self._persisted:
+                r.unpersist()
+            self._reset_plan()
+        for t in temps:
+            self.local.pop(t, None)
+        self.batches += 1
+        if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
+            self.snapshot()
+        self.jobs_last_batch = _last_job_id(self.sc) - self._job0
+
+    # ----------------------------------------------------------- execution
+    def _specs(self, more_follow: bool) -> list:
+        specs, logs = [], {}
+        reads_after = [set() for _ in self._stages]
+        for i in range(len(self._stages) - 2, -1, -1):
+            nxt = self._stages[i + 1]
+            reads_after[i] = (reads_after[i + 1] | {p for b in nxt.blocks for p in b[1]}
+                              | {r[1] for r in nxt.reparts} | {g[1] for g in nxt.gathers})
+        for i, st in enumerate(self._stages):
+            self.seq += 1
+            names = {p for b in st.blocks for p in b[1]} | {r[1] for r in st.reparts} | {g[1] for g in st.gathers}
+            views = {v: self.views[v].version() for v in names if v in self.views}
+            updates = sorted({w for b in st.blocks for w in b[2] if w in self.views})
+            for v in updates:
+                logs.setdefault(v, (self.views[v].last, list(self.views[v].logs)))
+                self.views[v].last = self.seq
+                self.views[v].logs.append(self.seq)
+            if more_follow:         # the rest of the trigger is not planned yet: keep every temp
+                carry = None
+            else:
+                carry = sorted(n for n in reads_after[i] if n not in self.views)
+            specs.append({"root": self.root, "store": self.store, "seq": self.seq,
+                          "partitions": self.partitions, "views": views, "updates": updates,
+                          "blocks": st.blocks, "reparts": st.reparts, "gathers": st.gathers,
+                          "carry": carry})
+        self._undo = logs
+        return specs
+
+    def _run_job(self, more_follow: bool) -> None:
+        P = self.partitions
+        try:
+            specs = self._specs(more_follow)
+            first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
+            if self._carried is not None:
+                first = self._carried.union(first).partitionBy(P, _identity)
+            rdd = first
+            for i, spec in enumerate(specs):
+                if i:
+                    rdd = rdd.partitionBy(P, _identity)
+                rdd = rdd.mapPartitionsWithIndex(state.stage_task(spec))
+            if more_follow:
+                rdd = rdd.persist()
+                self._persisted.append(rdd)
+                self._carried = rdd.filter(_to_workers)
+            final = rdd.filter(_to_driver).flatMap(_records)
+            self.last_job_plan = final          # its toDebugString() is the job's plan (tests)
+            gathered = final.collect()
+        except BaseException:
+            for v, (last, logs) in self._undo.items():     # the failed stages never happened
+                self.views[v].last, self.views[v].logs = last, logs
+            raise
+        targets = {g[0] for st in self._stages for g in st.gathers}
+        for t in targets:
+            self.local[t] = {}
+        for name, k, v in gathered:
+            d = self.local[name]
+            x = d.get(k, 0) + v
+            if x != 0:
+                d[k] = x
+            else:
+                d.pop(k, None)
+        self._stages = []
+        self._scattered = [[] for _ in range(P)]
+
+    def snapshot(self) -> None:
+        """One job: every partition writes its views as of now; the log before it is dropped."""
+        versions = {v: log.version() for v, log in self.views.items() if log.logs}
+        if not versions:
+            return
+        self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+            state.snapshot_task(self.root, self.store, versions)).collect()
+        for v in versions:
+            log = self.views[v]
+            log.snap, log.logs = log.last, []
 
     # -------------------------------------------------------------- reading
     def read_map(self, name: str) -> dict:
         if name in self.local:
             return {k: v for k, v in self.local[name].items() if v != 0}
-        if name in self.dist:
-            out = {}
-            for d in self.dist[name].collect():
-                for k, v in d.items():
-                    if v != 0:
-                        out[k] = v
-            return out
+        if name in self.views:
+            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+                state.read_task(self.root, self.store, name, self.views[name].version()))
+            return {k: v for k, v in rdd.collect() if v != 0}
         raise KeyError(name)
 
     def apply_delta(self, relation: str, delta: dict) -> None:
@@ -140,9 +250,24 @@ class DistRuntime:
             getattr(self, method)(delta)
 
     def close(self) -> None:
-        for r in self.dist.values():
-            r.unpersist()
-        self.dist = {}
+        """Drop the replicas (best effort: processes that run no task here keep theirs until
+        evicted) and a state directory this runtime made itself."""
+        try:
+            self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+                state.drop_task(self.store)).collect()
+        except Exception:        # the session may be gone already
+            pass
+        if self._own_dir and "://" not in self.root:
+            shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
+
+
+def _records(element):
+    return element[1]
+
+
+def _last_job_id(sc) -> int:
+    """Spark numbers jobs in order: the difference of the largest id counts the jobs run."""
+    return max(sc.statusTracker().getJobIdsForGroup(None), default=-1)
 
 
 _PARSE = {"int": int, "date": lambda s: int(s.replace("-", "")), "float": float, "string": str,
@@ -150,11 +275,14 @@ _PARSE = {"int": int, "date": lambda s: int(s.replace("-", "")), "float": float,
 
 
 def run_main(program_cls, argv=None) -> None:
-    """`spark-submit prog.py REL=file.csv ...`: each file is one batch of inserts (a leading
-    column of +1/-1 signs when the file has one column more than the relation)."""
+    """`spark-submit prog.py [--checkpoint-dir DIR] REL=file.csv ...`: each file is one batch of
+    inserts (a leading column of +1/-1 signs when the file has one column more than the relation)."""
     from toaster.backends.spark.session import get_spark
-    argv = sys.argv[1:] if argv is None else argv
-    prog = program_cls(get_spark().sparkContext)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ckpt = None
+    if argv[:1] == ["--checkpoint-dir"]:
+        ckpt, argv = argv[1], argv[2:]
+    prog = program_cls(get_spark().sparkContext, checkpoint_dir=ckpt)
     for arg in argv:
         rel, _, path = arg.partition("=")
         rel = rel.upper()

@@ -62,3 +62,74 @@ def append_to_tuple(pair):
 
 def singleton_tuple(d):
     return (d,)
+
+
+
+class IndexedMap(dict):
+    """A view's entries plus the secondary indexes its slices read, maintained on every write.
+
+    An index over key positions `pos` maps the values at those positions to the keys that have
+    them ({subkey: {key: None}}); it is built on first use and then kept up to date, so a slice
+    costs what it returns, never a scan. `touched` (when not None) collects the keys written
+    since it was set: the delta a task logs for its stage.
+    """
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.indexes = {}
+        self.touched = None
+        self.cleared = False
+
+    def __setitem__(self, key, value):
+        if self.indexes and key not in self:
+            for pos, ix in self.indexes.items():
+                sub = tuple([key[i] for i in pos])
+                bucket = ix.get(sub)
+                if bucket is None:
+                    ix[sub] = {key: None}
+                else:
+                    bucket[key] = None
+        dict.__setitem__(self, key, value)
+        if self.touched is not None:
+            self.touched.add(key)
+
+    def pop(self, key, default=None):
+        if key not in self:
+            return default
+        for pos, ix in self.indexes.items():
+            sub = tuple([key[i] for i in pos])
+            bucket = ix[sub]
+            del bucket[key]
+            if not bucket:
+                del ix[sub]
+        if self.touched is not None:
+            self.touched.add(key)
+        return dict.pop(self, key)
+
+    def clear(self):
+        dict.clear(self)
+        for ix in self.indexes.values():
+            ix.clear()
+        if self.touched is not None:
+            self.touched.clear()
+            self.cleared = True
+
+    def index(self, pos: tuple) -> dict:
+        ix = self.indexes.get(pos)
+        if ix is None:
+            ix = {}
+            for key in self:
+                ix.setdefault(tuple([key[i] for i in pos]), {})[key] = None
+            self.indexes[pos] = ix
+        return ix
+
+
+def index_of(m: dict, pos: tuple) -> dict:
+    """{values at pos: {key: None}} of a map: maintained for an IndexedMap, else built by one
+    scan (temps and batch deltas: the scan is O(batch))."""
+    if isinstance(m, IndexedMap):
+        return m.index(pos)
+    ix = {}
+    for key in m:
+        ix.setdefault(tuple([key[i] for i in pos]), {})[key] = None
+    return ix
