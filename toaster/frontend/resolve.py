@@ -232,13 +232,11 @@ class _Resolver:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
 
-    def subquery(self, q, scope: _Scope, what: str, one_column: bool, aggregate: bool = False):
+    def subquery(self, q, scope: _Scope, what: str, one_column: bool):
         r = self.query(q, scope, True)
         cols = output_columns(r)
         if one_column and len(cols) != 1:
             raise _err(f"{what} must have exactly one column, not {len(cols)}", q)
-        if aggregate and not (isinstance(r, A.Select) and _is_aggregate(r)):
-            raise _err(f"{what} must be an aggregate query (use IN for a set of values)", q)
         return r, cols
 
     def select(self, sel: A.Select, parent: _Scope | None) -> A.Select:
@@ -413,7 +411,9 @@ class _Resolver:
                     raise _err(f"CASE branches have incompatible types {', '.join(sorted(set(map(str, types))))}", e)
                 return replace(e, whens=whens2, else_=else2, type=t)
             case A.ScalarSubquery(query):
-                q, cols = self.subquery(query, scope, "a scalar subquery", True, aggregate=True)
+                # not an aggregate: a single-row lookup, NULL over no rows, an error over
+                # several (toaster.calculus.from_sql.Translator.scalar)
+                q, cols = self.subquery(query, scope, "a scalar subquery", True)
                 return replace(e, query=q, type=cols[0][1])
             case A.Star():
                 raise _err("* is only allowed as a whole target or in COUNT(*)", e)
