@@ -134,6 +134,10 @@ class _Source:
     columns: tuple             # tuple[(name, Type)]
 
 
+def _unordered(q):
+    return replace(q, order_by=()) if isinstance(q, A.Select) and q.order_by else q
+
+
 class _Scope:
     def __init__(self, sources: list, parent: "_Scope | None", merged: dict | None = None):
         self.sources = sources
@@ -217,10 +221,11 @@ class _Resolver:
     def query(self, q, parent: _Scope | None, nested: bool):
         if isinstance(q, A.SetOp):
             for side in (q.left, q.right):
-                if isinstance(side, A.Select) and (side.order_by or side.limit is not None):
-                    raise _err(f"ORDER BY / LIMIT on an operand of {q.op}", side, UnsupportedError)
-            left = self.query(q.left, parent, True)
-            right = self.query(q.right, parent, True)
+                if isinstance(side, A.Select) and side.limit is not None:
+                    raise _err(f"LIMIT on an operand of {q.op}", side, UnsupportedError)
+            # ORDER BY alone in an operand does not change which rows it has: dropped
+            left = self.query(_unordered(q.left), parent, True)
+            right = self.query(_unordered(q.right), parent, True)
             lc, rc = output_columns(left), output_columns(right)
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
