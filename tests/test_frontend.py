@@ -284,7 +284,6 @@ L = SCHEMA_LINES + 1
     ("SELECT COUNT(*) FROM R WHERE SUM(A) > 1;", "aggregate SUM is not allowed in WHERE", 30),
     ("SELECT COUNT(*) FROM R GROUP BY SUM(A);", "aggregate SUM is not allowed in GROUP BY", 33),
     ("SELECT SUM(COUNT(*)) FROM R;", "nested aggregate COUNT inside SUM", 12),
-    ("SELECT COUNT(*) FROM R WHERE A = (SELECT B FROM S);", "must be an aggregate query", 35),
     ("SELECT COUNT(*) FROM R WHERE A = (SELECT SUM(B), SUM(C) FROM S);", "exactly one column, not 2", 35),
     ("SELECT COUNT(*) FROM R WHERE A IN (SELECT B, C FROM S);", "subquery of IN must have exactly one column", 36),
     ("SELECT COUNT(*) FROM R WHERE A > ALL (SELECT * FROM S);", "subquery of ALL must have exactly one column", 39),
@@ -317,7 +316,7 @@ def test_semantic_errors_have_positions(sql, message, column):
     ("SELECT A + INTERVAL '1' DAY FROM R;", "INTERVAL arithmetic", 10),
     ("SELECT INTERVAL '1' DAY FROM R;", "INTERVAL outside", 8),
     ("SELECT COUNT(*) FROM (SELECT A FROM R LIMIT 2) q;", "LIMIT in a subquery", 23),
-    ("SELECT A FROM R ORDER BY A UNION SELECT B FROM S;", "ORDER BY / LIMIT on an operand of UNION", 1),
+    ("SELECT A FROM R LIMIT 2 UNION SELECT B FROM S;", "LIMIT on an operand of UNION", 1),
 ])
 def test_unsupported_constructs_are_named(sql, what, column):
     e = _error(sql, UnsupportedError)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from toaster.errors import InputError, UnknownNameError
+from toaster.errors import CardinalityError, InputError, UnknownNameError
 from toaster.runtime.batch import Batch
 from toaster.runtime.checks import canonical_batch
 from toaster.runtime.reads import relations_read
@@ -127,6 +127,9 @@ class Engine(ABC):
         q = next((q for q in self.queries if q.name == name), None)
         if q is None:
             raise UnknownNameError(f"unknown result {name!r}")
+        for check_map, message in q.checks:
+            if any(v != 0 for v in self.read_map(check_map).values()):
+                raise CardinalityError(message)
         if q.value_terms is None:
             rows = self._simple_rows(q)
         else:

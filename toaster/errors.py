@@ -54,6 +54,11 @@ class InputError(ToasterError):
     kind = "bad input"
 
 
+class CardinalityError(ToasterError):
+    """A result read while a scalar subquery returns more than one row."""
+    kind = "error"
+
+
 class UsageError(ToasterError):
     """A bad command-line flag, pass name, pass option or API argument."""
     kind = "error"

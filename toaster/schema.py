@@ -66,6 +66,8 @@ class QueryResult:
     group_map: str | None = None         # a map whose nonzero keys are exactly the groups
     having: object | None = None         # a result condition (rows where it is 0 are dropped)
     limit: int | None = None
+    checks: tuple = ()                   # tuple[(map, message)]: reading the result is an error
+                                         # (the message) while a map has a nonzero entry
 
     @property
     def columns(self) -> tuple:

@@ -18,13 +18,14 @@ import itertools
 from dataclasses import dataclass
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Extremum, Func, Lift, Prod, Rel, Sum,
-                                 Value, Var, expr_type, mk_prod, mk_sum, neg, ONE, ZERO)
+                                 Value, Var, expr_type, mk_prod, mk_sum, neg, schema, ONE, ZERO)
 from toaster.calculus.maps import MapDecl
 from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
-from toaster.frontend.nulls import condition_is_nullable, null_aggregates, nullable_subqueries, refuse_null
+from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_aggregates, nullable_subqueries,
+                                    refuse_null)
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
@@ -63,6 +64,8 @@ class Translator:
         self.functions = {f.name: f for f in functions}
         self.counter = 0
         self._enclosing: list[frozenset] = []   # FROM relations of the queries being translated
+        self._var_source: dict = {}             # column variable -> the FROM factor binding it
+        self.row_checks: list = []              # (violation count expr, message) per lookup subquery
 
     def fresh(self, stem: str, t) -> Var:
         self.counter += 1
@@ -108,7 +111,7 @@ class Translator:
                 z = self.fresh("case", t)
                 return [self.case_branches(z, whens, else_, aggs, e)], z
             case A.ScalarSubquery(q, _, t):
-                calc = self.scalar(q)
+                calc = self.scalar(q, e)
                 z = self.fresh("sub", t if t is not None else expr_type(calc))
                 return [Lift(z, calc)], z
         raise _unsupported(f"expression {type(e).__name__}", e)
@@ -228,8 +231,12 @@ class Translator:
         MAX aggregates has a row (one lifted count per distinct aggregated row set), and the
         subqueries its value reads outside aggregates are not NULL."""
         q = sub.query
-        base = self.body(q)
         target = q.targets[0].expr
+        if is_single_row(q):
+            return self.null_guards(target)
+        base = self.body(q)
+        if not _is_aggregate(q):       # a lookup: it has a row, and that row's value is not NULL
+            return [self._count_test(AggSum((), mk_prod(base + self.null_guards(target))), False)]
         counts = []
         for call in null_aggregates(target):
             rows = mk_prod(base + (self.null_guards(call.args[0]) if call.args else []))
@@ -276,6 +283,8 @@ class Translator:
                 factors.append(_rename_outputs(rows, outs, want))
             else:
                 raise _unsupported(f"FROM item {type(item).__name__}", item)
+            for v in schema(factors[-1])[1]:
+                self._var_source.setdefault(v, factors[-1])
         # the relations a row of this query comes from: a subquery counting an unfiltered subset
         # of them is never empty where this query has a row, so its NULL guard is left out
         self._enclosing.append(([f for f in factors if isinstance(f, Rel)], _column_equalities(sel.where)))
@@ -392,8 +401,10 @@ class Translator:
         guards = [g for a in args for g in self.null_guards(a)]
         return mk_prod([base] + guards) if guards else base
 
-    def scalar(self, q):
-        """A scalar subquery: one aggregate value (0 over no rows)."""
+    def scalar(self, q, node=None):
+        """A scalar subquery: one aggregate value (0 over no rows), or a lookup's value."""
+        if _is_select(q) and not _is_aggregate(q) and len(q.targets) == 1:
+            return self.lookup(q, node if node is not None else q)
         if not _is_select(q) or not _is_aggregate(q) or q.group_by or len(q.targets) != 1:
             raise _unsupported("a scalar subquery that is not a single ungrouped aggregate", q)
         base = mk_prod(self.body(q))
@@ -407,6 +418,44 @@ class Translator:
                 lifts.append(Lift(v, self.aggregate(call, base)))
                 aggs[call] = v
         return AggSum((), mk_prod(lifts + [self.value(target, aggs)]))
+
+    def lookup(self, q: A.Select, node):
+        """A scalar subquery that is not an aggregate: the value of its one row (0 over no rows,
+        where subquery_guard makes it NULL). Several rows are an error, as in DuckDB: a count of
+        the enclosing rows whose subquery has more than one row is maintained beside the result
+        and checked when the result is read (toaster.engine)."""
+        target = q.targets[0].expr
+        if q.distinct or q.order_by or q.limit is not None:
+            raise _unsupported("DISTINCT, ORDER BY or LIMIT in a scalar subquery that is not an aggregate", q)
+        if is_single_row(q):
+            return self.value(target)
+        base = self.body(q)
+        self.single_row_check(AggSum((), mk_prod(base)), node)
+        pre, t = self.term(target)
+        if t.type.is_numeric:
+            return AggSum((), mk_prod(base + pre + [Value(t)]))
+        return Extremum("max", (), t, mk_prod(base + pre))     # the one row's value, of any type
+
+    def single_row_check(self, count, node):
+        """Record a query computing how many enclosing rows see more than one row of `count`'s
+        subquery: its correlation variables are bound by the FROM factors that define them."""
+        outer, free = [], set(schema(count)[0])
+        while free:
+            v = free.pop()
+            f = self._var_source.get(v)
+            if f is None:
+                raise _unsupported("a scalar subquery that is not an aggregate, correlated here", node)
+            if f not in outer:
+                outer.append(f)
+                free |= set(schema(f)[0])
+            free -= set().union(*(schema(o)[1] for o in outer))
+        c = self.fresh("rows", INT)
+        check = AggSum((), mk_prod(outer + [Lift(c, count), Cmp(">", c, Const(1, INT))]))
+        pos = getattr(node, "pos", None)
+        where = f" at line {pos.line}, column {pos.column}" if pos is not None and getattr(pos, "line", None) else ""
+        message = f"more than one row returned by the scalar subquery{where} (it can only return one row)"
+        if not where or all(m != message for _, m in self.row_checks):
+            self.row_checks.append((check, message))
 
     def setop_rows(self, q: A.SetOp):
         lo, le = self.rows(q.left)

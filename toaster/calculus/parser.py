@@ -39,6 +39,7 @@ rextra: "READS" "(" NAME ("," NAME)* ")"  -> reads
       | "HAVING" rterm                      -> having
       | "ORDER" "BY" oitem ("," oitem)*     -> order
       | "LIMIT" SIGNED_INT                  -> limit
+      | "CHECK" NAME STRING                 -> check
 oitem: rterm DESC?
 DESC: "DESC"
 trigger: "ON" event "{" statement* "}"
@@ -187,6 +188,9 @@ class _Build(Transformer):
     def limit(self, c):
         return ("limit", int(c[0]))
 
+    def check(self, c):
+        return ("check", (str(c[0]), str(c[1])[1:-1]))
+
     def func(self, c):
         return Func(str(c[0]), tuple(a for a in c[2:] if a is not None), type_from_name(str(c[1])))
 
@@ -264,15 +268,17 @@ class _Build(Transformer):
         keys = tuple(x for x in c[1:] if isinstance(x, ResultColumn))
         vals = tuple(x for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], ResultColumn))
         extra = {x[0]: x[1] for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], str)}
+        checks = tuple(x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "check")
         if not vals or len(vals[0]) == 2:
-            return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), tuple(v[1] for v in vals))
+            return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), tuple(v[1] for v in vals),
+                               checks=checks)
         env = _TypeEnv({}, {})
         terms = tuple(_type_rterm(env, v[1]) for v in vals)
         having = _type_rterm(env, extra["having"]) if "having" in extra else None
         order = tuple((_type_rterm(env, t), d) for t, d in extra.get("order", ()))
         return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), extra.get("reads", ()),
                            order_by=order, value_terms=terms, group_map=extra.get("groups"),
-                           having=having, limit=extra.get("limit"))
+                           having=having, limit=extra.get("limit"), checks=checks)
 
     def tuple_event(self, c):
         kind = "insert" if str(c[0]) == "+" else "delete"

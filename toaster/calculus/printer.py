@@ -107,9 +107,10 @@ def print_map_decl(m) -> str:
 
 def print_query_result(q) -> str:
     keys = ", ".join(f"{c.name}:{c.type}" for c in q.key_columns)
+    checks = "".join(f"\n  CHECK {m} '{message}'" for m, message in q.checks)
     if q.value_terms is None:
         vals = ", ".join(f"{c.name}:{c.type} FROM {m}" for c, m in zip(q.value_columns, q.value_maps))
-        return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals});"
+        return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals}){checks};"
     vals = ", ".join(f"{c.name}:{c.type} := {_rterm(t)}" for c, t in zip(q.value_columns, q.value_terms))
     out = f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals})\n  READS ({', '.join(q.value_maps)})"
     if q.group_map is not None:
@@ -120,7 +121,7 @@ def print_query_result(q) -> str:
         out += "\n  ORDER BY " + ", ".join(_rterm(t) + (" DESC" if d else "") for t, d in q.order_by)
     if q.limit is not None:
         out += f"\n  LIMIT {q.limit}"
-    return out + ";"
+    return out + checks + ";"
 
 
 def _rterm(t) -> str:

@@ -7,6 +7,8 @@ maps plus result terms that reconstitute the values when the result is read.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_aggregate, _unsupported
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
@@ -253,10 +255,15 @@ def sql_to_calc(relations, queries, functions=()) -> CalcProgram:
     for q in queries:
         top = _TopLevel(tr, q)
         sel = q.select
+        first_check = len(tr.row_checks)
         if isinstance(sel, A.Select) and _is_aggregate(sel):
             r = top.agg_result()
         else:
             r = top.rows_result()
+        checks = tuple((top.add_map(f"{q.name}_ROWS{i}", (), check).name, message)
+                       for i, (check, message) in enumerate(tr.row_checks[first_check:], start=1))
+        if checks:
+            r = replace(r, checks=checks)
         maps.extend(top.maps)
         results.append(r)
     return CalcProgram(tuple(relations), tuple(maps), tuple(results))

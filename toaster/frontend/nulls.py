@@ -23,9 +23,19 @@ def refuse_null(what: str, node):
 
 def is_nullable(query) -> bool:
     """Whether the scalar subquery `query` (resolved) is NULL when it has no rows."""
-    if not isinstance(query, A.Select) or not _is_aggregate(query):
+    if not isinstance(query, A.Select):
+        return True
+    if not _is_aggregate(query):
+        if is_single_row(query):           # SELECT <expr>: NULL only if the expression is
+            return bool(nullable_subqueries(query.targets[0].expr))
         return True                        # a single-row lookup: NULL over no rows
     return bool(null_aggregates(query.targets[0].expr)) or bool(nullable_subqueries(query.targets[0].expr))
+
+
+def is_single_row(query) -> bool:
+    """A SELECT without FROM and WHERE: exactly one row."""
+    return isinstance(query, A.Select) and not query.from_items and query.where is None \
+        and not _is_aggregate(query)
 
 
 def null_aggregates(e) -> list:

@@ -134,6 +134,10 @@ class _Source:
     columns: tuple             # tuple[(name, Type)]
 
 
+def _unordered(q):
+    return replace(q, order_by=()) if isinstance(q, A.Select) and q.order_by else q
+
+
 class _Scope:
     def __init__(self, sources: list, parent: "_Scope | None", merged: dict | None = None):
         self.sources = sources
@@ -217,10 +221,11 @@ class _Resolver:
     def query(self, q, parent: _Scope | None, nested: bool):
         if isinstance(q, A.SetOp):
             for side in (q.left, q.right):
-                if isinstance(side, A.Select) and (side.order_by or side.limit is not None):
-                    raise _err(f"ORDER BY / LIMIT on an operand of {q.op}", side, UnsupportedError)
-            left = self.query(q.left, parent, True)
-            right = self.query(q.right, parent, True)
+                if isinstance(side, A.Select) and side.limit is not None:
+                    raise _err(f"LIMIT on an operand of {q.op}", side, UnsupportedError)
+            # ORDER BY alone in an operand does not change which rows it has: dropped
+            left = self.query(_unordered(q.left), parent, True)
+            right = self.query(_unordered(q.right), parent, True)
             lc, rc = output_columns(left), output_columns(right)
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
@@ -232,13 +237,11 @@ class _Resolver:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
 
-    def subquery(self, q, scope: _Scope, what: str, one_column: bool, aggregate: bool = False):
+    def subquery(self, q, scope: _Scope, what: str, one_column: bool):
         r = self.query(q, scope, True)
         cols = output_columns(r)
         if one_column and len(cols) != 1:
             raise _err(f"{what} must have exactly one column, not {len(cols)}", q)
-        if aggregate and not (isinstance(r, A.Select) and _is_aggregate(r)):
-            raise _err(f"{what} must be an aggregate query (use IN for a set of values)", q)
         return r, cols
 
     def select(self, sel: A.Select, parent: _Scope | None) -> A.Select:
@@ -413,7 +416,9 @@ class _Resolver:
                     raise _err(f"CASE branches have incompatible types {', '.join(sorted(set(map(str, types))))}", e)
                 return replace(e, whens=whens2, else_=else2, type=t)
             case A.ScalarSubquery(query):
-                q, cols = self.subquery(query, scope, "a scalar subquery", True, aggregate=True)
+                # not an aggregate: a single-row lookup, NULL over no rows, an error over
+                # several (toaster.calculus.from_sql.Translator.scalar)
+                q, cols = self.subquery(query, scope, "a scalar subquery", True)
                 return replace(e, query=q, type=cols[0][1])
             case A.Star():
                 raise _err("* is only allowed as a whole target or in COUNT(*)", e)

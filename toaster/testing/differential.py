@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import duckdb
+
+from toaster.errors import CardinalityError
 from toaster.runtime.batch import Batch
 from toaster.testing.oracle import Oracle, compare_results, format_differences
 
@@ -76,15 +79,23 @@ def check_compilation(comp, backend: str, batches: Sequence[Batch] | Callable, *
 
 
 def _check(engine, oracle, queries, oracle_sql, backend, mode, n, batch, report) -> None:
-    results = {r.name: r for r in engine.results()}
+    names = [r.name for r in engine.queries]
     report.checks += 1
     nonempty = False
     for q, sql in zip(queries, oracle_sql):
-        got = results.get(q.name)
-        if got is None:
+        if q.name not in names:
             raise AssertionError(f"{backend}/{mode}: engine reported no result {q.name} "
-                                 f"(it reported {sorted(results)})")
-        expected = oracle.query(sql)
+                                 f"(it reported {sorted(names)})")
+        got, got_error = _read(lambda: engine.result(q.name), CardinalityError)
+        expected, expected_error = _read(lambda: oracle.query(sql), duckdb.InvalidInputException)
+        if expected_error is not None and "more than one row" not in str(expected_error).lower():
+            raise expected_error
+        if (got_error is None) != (expected_error is None):
+            raise AssertionError(f"backend {backend!r}, mode {mode!r}: result {q.name} after batch {n}: "
+                                 f"toaster says {got_error or 'no error'}, DuckDB says "
+                                 f"{str(expected_error or 'no error').splitlines()[0]}")
+        if got_error is not None:
+            continue          # both refuse: a scalar subquery returned more than one row
         report.rows_checked += len(expected)
         nonempty = nonempty or bool(got.rows)
         diffs = compare_results(got, expected, len(q.key_columns))
@@ -97,3 +108,11 @@ def _check(engine, oracle, queries, oracle_sql, backend, mode, n, batch, report)
                 + format_differences(q.name, got.columns, len(q.key_columns), diffs, got.types))
     if nonempty:
         report.nonempty_checks += 1
+
+
+def _read(read, error_type):
+    """(value, None) or (None, the error_type raised)."""
+    try:
+        return read(), None
+    except error_type as e:
+        return None, e
