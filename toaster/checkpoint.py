@@ -320,3 +320,56 @@ def prune_checkpoints(directory, keep: int = 2) -> None:
     for n in os.listdir(directory):
         if n.startswith(f".{CHECKPOINT_PREFIX}") and ".tmp-" in n:
             shutil.rmtree(os.path.join(directory, n), ignore_errors=True)
+
+
+# ------------------------------------------------------------------ input position (CLI --run)
+class InputPosition:
+    """How much of the input the engine has applied: batches in feed order (tables first),
+    and per relation the batches and rows (data lines) taken from its source file. Resuming
+    skips exactly this prefix of the same feed, so nothing is lost or applied twice."""
+
+    def __init__(self, batch_size: int | None, files: dict):
+        self.batch_size = batch_size
+        self.files = files                      # relation -> source path (for the record)
+        self.batches = 0
+        self.per_relation: dict = {}            # relation -> [batches, rows]
+
+    def advance(self, batch) -> None:
+        self.batches += 1
+        counts = self.per_relation.setdefault(batch.relation.upper(), [0, 0])
+        counts[0] += 1
+        counts[1] += len(batch)
+
+    def to_json(self) -> dict:
+        return {"batches": self.batches, "batch_size": self.batch_size,
+                "sources": [{"relation": r, "file": self.files.get(r), "batches": b, "rows": n}
+                            for r, (b, n) in sorted(self.per_relation.items())]}
+
+    def skip(self, batches: list, stored: dict | None) -> list:
+        """Advance over the prefix of `batches` that the stored position says was applied and
+        return the rest; refuse if the input or the batch size is not what it was."""
+        if not stored:
+            return batches
+        try:
+            done, size = int(stored["batches"]), stored.get("batch_size")
+            sources = {s["relation"]: (int(s["batches"]), int(s["rows"])) for s in stored["sources"]}
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError("the checkpoint's input position is malformed") from None
+        if size != self.batch_size:
+            raise CheckpointError(f"the checkpoint was written with --batch-size {size or 'unset'}; "
+                                  f"resume with the same batch size, not {self.batch_size or 'unset'}")
+        if done > len(batches):
+            raise CheckpointError(f"the checkpoint consumed {done} batches but the input has only "
+                                  f"{len(batches)} (the input files changed?)")
+        for b in batches[:done]:
+            self.advance(b)
+        mine = {r: tuple(c) for r, c in self.per_relation.items()}
+        if mine != sources:
+            for r in sorted(set(mine) | set(sources)):
+                if mine.get(r) != sources.get(r):
+                    b0, n0 = sources.get(r, (0, 0))
+                    b1, n1 = mine.get(r, (0, 0))
+                    raise CheckpointError(
+                        f"the input differs from the checkpoint's: relation {r} had {n0} rows in "
+                        f"{b0} batches when it was written, the same prefix now has {n1} rows in {b1}")
+        return batches[done:]
