@@ -187,7 +187,7 @@ def test_torn_checkpoint_is_ignored(comp, stream, tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the CLI, killed and resumed
-def write_inputs(directory: Path, seed: int, n_r: int = 36, n_s: int = 16) -> None:
+def write_inputs(directory: Path, seed: int, n_r: int = 30, n_s: int = 12) -> None:
     """r.csv and s.csv with inserts and deletions of rows present at the time."""
     rng = random.Random(seed)
     dates = ["1995-01-01", "1995-01-02", "1996-02-29"]
@@ -213,7 +213,7 @@ def write_inputs(directory: Path, seed: int, n_r: int = 36, n_s: int = 16) -> No
 
 def _cli(directory: Path, backend: str, *extra) -> list:
     return [sys.executable, "-m", "toaster.pipeline", str(directory / "q.sql"), "--run", "--backend", backend,
-            "--checkpoint-dir", str(directory / "state"), "--checkpoint-every", "1", "--batch-size", "2",
+            "--checkpoint-dir", str(directory / "state"), "--checkpoint-every", "1", "--batch-size", "3",
             "--output", "json", "--base-dir", str(directory), *extra]
 
 
@@ -227,7 +227,7 @@ def test_sigkill_and_resume_equals_duckdb(backend, seed, tmp_path):
     write_inputs(tmp_path, seed)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     rng = random.Random(seed)
-    total_batches = 18 + 8     # ceil(36/2) + ceil(16/2)
+    total_batches = 10 + 4     # 30 lines of r.csv and 12 of s.csv, 3 per batch
     kills = resumed = 0
     out = None
     for attempt in range(12):
@@ -235,7 +235,8 @@ def test_sigkill_and_resume_equals_duckdb(backend, seed, tmp_path):
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # kill once a random later checkpoint exists, a random few milliseconds after it
         # (so some kills land mid-batch, some mid-checkpoint-write)
-        target = rng.randint(_newest_position(tmp_path / "state") + 1, total_batches) if attempt < 4 else None
+        done = _newest_position(tmp_path / "state")
+        target = rng.randint(done + 1, total_batches) if attempt < 3 and done < total_batches else None
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
             if target is not None and _newest_position(tmp_path / "state") >= target:
@@ -256,7 +257,7 @@ def test_sigkill_and_resume_equals_duckdb(backend, seed, tmp_path):
     comp = compile_sql(SQL)
     engine = comp.engine(backend)
     relations = list(engine.relations.values())
-    tables, streams = load_sources(relations, batch_size=2, base_dir=str(tmp_path))
+    tables, streams = load_sources(relations, batch_size=3, base_dir=str(tmp_path))
     batches = list(tables) + list(streams)
     assert len(batches) == total_batches
     final = latest_checkpoint(tmp_path / "state")
@@ -274,8 +275,8 @@ def test_resume_refuses_changed_input_and_batch_size(tmp_path, capsys):
     assert main(base + ["--resume"]) == 0          # nothing left: the same views again
     assert "resumed from" in capsys.readouterr().err
     i = base.index("--batch-size")
-    assert main(base[:i + 1] + ["3"] + base[i + 2:] + ["--resume"]) == 2
-    assert "--batch-size 2" in capsys.readouterr().err
+    assert main(base[:i + 1] + ["2"] + base[i + 2:] + ["--resume"]) == 2
+    assert "--batch-size 3" in capsys.readouterr().err
     lines = (tmp_path / "r.csv").read_text().splitlines()
     (tmp_path / "r.csv").write_text("\n".join(lines[:5]) + "\n")
     assert main(base + ["--resume"]) == 2

@@ -302,20 +302,24 @@ def _run_engine(comp, args) -> None:
                                        columns=engine.columns_needed)
         batches = list(tables) + list(streams)
         position = InputPosition(args.batch_size, {r.name: r.source.path for r in relations if r.source})
+        saved_at = None          # position.batches of the newest checkpoint on disk
         if args.resume:
             newest = latest_checkpoint(ckpt_dir)
             if newest is None:
                 print(f"toaster: no checkpoint in {ckpt_dir}; starting from the beginning", file=sys.stderr)
             else:
                 batches = position.skip(batches, engine.restore(newest))
+                saved_at = position.batches
                 print(f"toaster: resumed from {newest} ({position.batches:,} batches already applied)",
                       file=sys.stderr)
         every = args.checkpoint_every
 
         def save():
+            nonlocal saved_at
             path = os.path.join(ckpt_dir, checkpoint_name(position.batches))
             engine.checkpoint(path, position.to_json())
             prune_checkpoints(ckpt_dir, keep=2)
+            saved_at = position.batches
         events = 0
         before = engine.results() if args.emit == "changes" else None
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -329,7 +333,7 @@ def _run_engine(comp, args) -> None:
                 before = after
             if ckpt_dir is not None and every is not None and position.batches % every == 0:
                 save()
-        if ckpt_dir is not None and (every is None or position.batches % every != 0 or not batches):
+        if ckpt_dir is not None and saved_at != position.batches:
             save()                  # the final state, so a later --resume has nothing left to do
         seconds = time.perf_counter() - t0
         if before is None:
