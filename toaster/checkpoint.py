@@ -136,49 +136,59 @@ def toaster_version() -> str:
 def write_checkpoint(path, state: CheckpointState, position=None) -> str:
     """Write `state` as a checkpoint directory at `path`, atomically; returns the path.
     An existing checkpoint at `path` is replaced."""
-    import pyarrow.parquet as pq
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
     try:
         os.makedirs(parent, exist_ok=True)
         tmp = os.path.join(parent, f".{os.path.basename(path)}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         os.mkdir(tmp)
-        files = []
-        for i, layout in enumerate(state.layouts):
-            fname = f"{i:04d}-{_safe(layout.name)}.parquet"
-            table = _to_arrow(layout, state.tables.get(layout.name, {}))
-            pq.write_table(table, os.path.join(tmp, fname))
-            _fsync_file(os.path.join(tmp, fname))
-            files.append({**layout.to_json(), "file": fname, "rows": table.num_rows})
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "toaster_version": toaster_version(),
-            "backend": state.backend,
-            "state": state.state,
-            "fingerprint": state.fingerprint,
-            "program": state.program,
-            "streamed": state.streamed,
-            "position": position,
-            "tables": files,
-            "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        }
-        with open(os.path.join(tmp, MANIFEST), "w") as f:
-            json.dump(manifest, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        _fsync_dir(tmp)
-        old = None
-        if os.path.exists(path):     # replace: move the old one aside, then swap in the new one
-            old = f"{tmp}.old"
-            os.rename(path, old)
-        os.rename(tmp, path)
-        _fsync_dir(parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     except OSError as e:
         raise CheckpointError(f"cannot write checkpoint {path}: {e.strerror or e}") from None
+    try:
+        _write_into(tmp, path, parent, state, position)
+    except Exception as e:
+        shutil.rmtree(tmp, ignore_errors=True)     # a failed write leaves nothing behind
+        if isinstance(e, OSError):
+            raise CheckpointError(f"cannot write checkpoint {path}: {e.strerror or e}") from None
+        raise
     return path
+
+
+def _write_into(tmp: str, path: str, parent: str, state: CheckpointState, position) -> None:
+    import pyarrow.parquet as pq
+    files = []
+    for i, layout in enumerate(state.layouts):
+        fname = f"{i:04d}-{_safe(layout.name)}.parquet"
+        table = _to_arrow(layout, state.tables.get(layout.name, {}))
+        pq.write_table(table, os.path.join(tmp, fname))
+        _fsync_file(os.path.join(tmp, fname))
+        files.append({**layout.to_json(), "file": fname, "rows": table.num_rows})
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "toaster_version": toaster_version(),
+        "backend": state.backend,
+        "state": state.state,
+        "fingerprint": state.fingerprint,
+        "program": state.program,
+        "streamed": state.streamed,
+        "position": position,
+        "tables": files,
+        "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    with open(os.path.join(tmp, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    old = None
+    if os.path.exists(path):     # replace: move the old one aside, then swap in the new one
+        old = f"{tmp}.old"
+        os.rename(path, old)
+    os.rename(tmp, path)
+    _fsync_dir(parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _safe(name: str) -> str:
@@ -220,7 +230,7 @@ def _to_arrow(layout: TableLayout, entries: dict):
     try:
         cols.append(pa.array(values, type=_arrow_type(layout.value_type)))
     except (OverflowError, pa.ArrowInvalid) as e:
-        raise CheckpointError(f"map {layout.name}: a value does not fit a 64-bit "
+        raise CheckpointError(f"map {layout.name}: a value cannot be stored as a 64-bit "
                               f"{layout.value_type.value} ({e})") from None
     names.append("value")
     return pa.table(cols, names=names)
