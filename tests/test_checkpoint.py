@@ -293,3 +293,36 @@ def test_checkpoint_flag_errors(tmp_path, capsys, flags, message):
     write_inputs(tmp_path, 6)
     assert main([str(tmp_path / "q.sql"), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_float_keys_and_scalar_maps_cross_to_llvm(tmp_path):
+    sql = "CREATE STREAM S(B string, D float); SELECT D, COUNT(*), SUM(D) FROM S GROUP BY D; SELECT SUM(D) FROM S;"
+    comp = compile_sql(sql)
+    src = comp.engine("interp")
+    rows = [("a", 0.0), ("b", -0.0), ("c", 2.5), ("d", -1.25), ("e", 2.5)]
+    for r in rows:
+        src.insert("S", r)
+    src.delete("S", ("d", -1.25))
+    src.checkpoint(tmp_path / "c")
+    dst = comp.engine("llvm")
+    dst.restore(tmp_path / "c")
+    dst.insert("S", ("f", -0.0))          # lands on the restored 0.0 key
+    src.insert("S", ("f", -0.0))
+    assert dst.results() == src.results()
+    d = src.relations["S"]
+    from toaster.runtime.batch import Batch
+    batch = Batch.from_rows("S", d.types, rows + [("d", -1.25), ("f", -0.0)], [1] * 5 + [-1, 1])
+    assert_matches_duckdb(comp, dst, [batch]) > 0
+
+
+def test_value_beyond_64_bits_is_a_clean_error(tmp_path):
+    from toaster.checkpoint import CheckpointState, TableLayout, describe_program, write_checkpoint
+    from toaster.types import INT
+    e = compile_sql("CREATE STREAM R(A int); SELECT SUM(A) FROM R;").engine("interp")
+    layouts = e._checkpoint_state(with_tables=False).layouts
+    state = CheckpointState("interp", "maps", describe_program(e.relations.values(), e.queries, layouts),
+                            layouts, {layouts[0].name: {(): 2**63}})
+    assert layouts[0] == TableLayout(layouts[0].name, (), INT)
+    with pytest.raises(CheckpointError, match="cannot be stored as a 64-bit int"):
+        write_checkpoint(tmp_path / "c", state)
+    assert list(tmp_path.iterdir()) == []     # nothing half-written left behind
