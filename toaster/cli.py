@@ -61,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="set an option of a pass, e.g. k3_fuse.rules=beta,fold_of_map")
     ap.add_argument("--batch-size", type=int, default=None,
                     help="stream rows per batch for --run (default: a whole file per batch)")
+    ap.add_argument("--checkpoint-dir", metavar="DIR", default=None,
+                    help="with --run: write checkpoints of the engine's state and input position "
+                         "into DIR (docs/checkpoints.md); one after the last batch at least")
+    ap.add_argument("--checkpoint-every", metavar="N", type=int, default=None,
+                    help="with --checkpoint-dir: a checkpoint after every N batches")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --checkpoint-dir: restore the newest complete checkpoint in DIR, skip "
+                         "the input it consumed and continue (starts afresh if DIR has none)")
     ap.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     ap.add_argument("--base-dir", default=None, help="resolve relative FROM FILE / INCLUDE paths here")
     ap.add_argument("--traceback", action="store_true", help="on an internal error, print the traceback")
@@ -170,6 +178,7 @@ def run(args) -> int:
         raise UsageError("no query file given")
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, not {args.batch_size}")
+    _check_checkpoint_flags(args)
     backend = get_backend(args.backend)
     mode = args.mode or backend.default_mode
     stages = _stage_list(args.dump_ir) if args.dump_ir else []
@@ -260,13 +269,29 @@ def _print_times(comp) -> None:
     print(f"{'':12s} {'total':40s} {total:9.4f}", file=sys.stderr)
 
 
+def _check_checkpoint_flags(args) -> None:
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise UsageError(f"--checkpoint-every must be at least 1, not {args.checkpoint_every}")
+    if args.checkpoint_dir is None:
+        for flag, given in (("--checkpoint-every", args.checkpoint_every is not None),
+                            ("--resume", args.resume)):
+            if given:
+                raise UsageError(f"{flag} needs --checkpoint-dir")
+    elif not args.run:
+        raise UsageError("--checkpoint-dir needs --run")
+
+
 def _run_engine(comp, args) -> None:
     import time
 
+    from toaster.checkpoint import InputPosition, checkpoint_name, latest_checkpoint, prune_checkpoints
     from toaster.runtime.csv_source import load_sources
     from toaster.runtime.output import format_changes, format_results, result_changes
     engine = comp.engine(args.backend)
     try:
+        ckpt_dir = args.checkpoint_dir
+        if ckpt_dir is not None:
+            engine._checkpoint_state(with_tables=False)    # refuses backends without checkpoints now
         relations = list(engine.relations.values())
         if not any(r.source is not None for r in relations):
             print(f"toaster: warning: no relation of {args.query} declares a source (FROM FILE); "
@@ -276,16 +301,40 @@ def _run_engine(comp, args) -> None:
                                        relations_used=engine.relations_needed(),
                                        columns=engine.columns_needed)
         batches = list(tables) + list(streams)
+        position = InputPosition(args.batch_size, {r.name: r.source.path for r in relations if r.source})
+        saved_at = None          # position.batches of the newest checkpoint on disk
+        if args.resume:
+            newest = latest_checkpoint(ckpt_dir)
+            if newest is None:
+                print(f"toaster: no checkpoint in {ckpt_dir}; starting from the beginning", file=sys.stderr)
+            else:
+                batches = position.skip(batches, engine.restore(newest))
+                saved_at = position.batches
+                print(f"toaster: resumed from {newest} ({position.batches:,} batches already applied)",
+                      file=sys.stderr)
+        every = args.checkpoint_every
+
+        def save():
+            nonlocal saved_at
+            path = os.path.join(ckpt_dir, checkpoint_name(position.batches))
+            engine.checkpoint(path, position.to_json())
+            prune_checkpoints(ckpt_dir, keep=2)
+            saved_at = position.batches
         events = 0
         before = engine.results() if args.emit == "changes" else None
         t0, cpu0 = time.perf_counter(), time.process_time()
-        for i, b in enumerate(_progress(batches, args), start=1):
+        for b in _progress(batches, args):
             engine.apply(b)
+            position.advance(b)
             events += len(b)
             if before is not None:
                 after = engine.results()
-                sys.stdout.write(format_changes(i, result_changes(before, after), args.output))
+                sys.stdout.write(format_changes(position.batches, result_changes(before, after), args.output))
                 before = after
+            if ckpt_dir is not None and every is not None and position.batches % every == 0:
+                save()
+        if ckpt_dir is not None and saved_at != position.batches:
+            save()                  # the final state, so a later --resume has nothing left to do
         seconds = time.perf_counter() - t0
         if before is None:
             out = format_results(engine.results(), args.output)

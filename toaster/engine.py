@@ -6,6 +6,8 @@
     engine.insert("R", (1, 2)); engine.delete("R", (1, 2))    # single tuples
     engine.results()  -> [ResultTable]                          # every SELECT's current view
     engine.read_map("QUERY_1_TOTAL") -> {key tuple: value}     # any materialized map
+    engine.checkpoint("state/ckpt", position)                  # durable state (docs/checkpoints.md)
+    engine.restore("state/ckpt") -> position                   # into an engine of the same program
 
 A batch is validated whole before any of it is applied: a malformed row rejects the batch
 and leaves every view as it was.
@@ -178,6 +180,50 @@ class Engine(ABC):
         if q.limit is not None:
             rows = rows[:q.limit]
         return rows
+
+    # ----------------------------------------------------------- durability
+    def checkpoint(self, path, position=None) -> str:
+        """Write the engine's state to the directory `path` atomically (docs/checkpoints.md).
+        `position` (JSON data, e.g. the input consumed so far) is stored with it."""
+        from toaster.checkpoint import write_checkpoint
+        return write_checkpoint(path, self._checkpoint_state(with_tables=True), position)
+
+    def restore(self, path):
+        """Replace the engine's state by the checkpoint at `path`, written by an engine of the
+        same program (any backend keeping the same kind of state); returns its position."""
+        from toaster.checkpoint import CheckpointError, read_checkpoint, program_mismatch, read_manifest
+        mine = self._checkpoint_state(with_tables=False)
+        manifest = read_manifest(path)
+        if manifest.get("state") != mine.state:
+            raise CheckpointError(
+                f"{path}: written by the {manifest.get('backend')} backend, which keeps "
+                f"{manifest.get('state')}; the {self.backend} backend keeps {mine.state} "
+                f"and cannot restore it")
+        if manifest.get("fingerprint") != mine.fingerprint:
+            raise CheckpointError(f"{path}: written for another program: "
+                                  f"{program_mismatch(manifest.get('program') or {}, mine.program)}")
+        ckpt = read_checkpoint(path)
+        self._restore_tables(ckpt.tables)
+        self._streamed = bool(manifest.get("streamed"))
+        return ckpt.position
+
+    def _checkpoint_state(self, with_tables: bool):
+        """A toaster.checkpoint.CheckpointState of this engine (tables only if with_tables)."""
+        from toaster.errors import UnsupportedError
+        raise UnsupportedError(f"checkpoint on the {self.backend} backend")
+
+    def _map_state(self, layouts, with_tables: bool):
+        """The CheckpointState of an engine whose state is its maps (`layouts`)."""
+        from toaster.checkpoint import CheckpointState, describe_program
+        layouts = tuple(layouts)
+        tables = {t.name: self.read_map(t.name) for t in layouts} if with_tables else {}
+        return CheckpointState(self.backend, "maps", describe_program(self.relations.values(), self.queries, layouts),
+                               layouts, tables, self._streamed)
+
+    def _restore_tables(self, tables: dict) -> None:
+        """Replace every stored table by `tables` (name -> {key tuple: value}, all present)."""
+        from toaster.errors import UnsupportedError
+        raise UnsupportedError(f"restore on the {self.backend} backend")
 
     def close(self) -> None:
         pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.engine import Engine
 from toaster.runtime.batch import Batch
+from toaster.types import INT
 
 
 class CalcEngine(Engine):
@@ -25,6 +26,20 @@ class CalcEngine(Engine):
                 table.pop(row, None)
             else:
                 table[row] = v
+
+    def _checkpoint_state(self, with_tables: bool):
+        """calc keeps the base relations (row -> multiplicity), not maps."""
+        from toaster.checkpoint import CheckpointState, TableLayout, describe_program
+        layouts = tuple(TableLayout(r.name, tuple(r.types), INT) for r in self.relations.values())
+        tables = {n: dict(t) for n, t in self.db.relations.items()} if with_tables else {}
+        return CheckpointState(self.backend, "relations",
+                               describe_program(self.relations.values(), self.queries, layouts),
+                               layouts, tables, self._streamed)
+
+    def _restore_tables(self, tables: dict) -> None:
+        for name, rows in tables.items():
+            self.db.relations[name].clear()
+            self.db.relations[name].update((k, v) for k, v in rows.items() if v != 0)
 
     def read_map(self, name: str) -> dict:
         m = self.maps.get(name)

@@ -40,6 +40,15 @@ class InterpEngine(TriggerEngine):
                 else:
                     target[full] = nv
 
+    def _checkpoint_state(self, with_tables: bool):
+        from toaster.checkpoint import TableLayout
+        return self._map_state((TableLayout(m.name, tuple(k.type for k in m.keys), m.type)
+                                for m in self.program.maps), with_tables)
+
+    def _restore_tables(self, tables: dict) -> None:
+        for name, entries in tables.items():
+            self.db.maps[name] = {k: v for k, v in entries.items() if v != 0}
+
     def read_map(self, name: str) -> dict:
         if name not in self.db.maps:
             raise self._unknown_map(name)

@@ -91,6 +91,16 @@ class ImpEngine(TriggerEngine):
         finally:
             table.clear()
 
+    def _checkpoint_state(self, with_tables: bool):
+        from toaster.checkpoint import TableLayout
+        return self._map_state((TableLayout(m.name, m.key_types, m.value_type)
+                                for m in self.program.maps if m.kind == "view"), with_tables)
+
+    def _restore_tables(self, tables: dict) -> None:
+        for name, entries in tables.items():     # in place: the interpreter holds these dicts
+            self.maps[name].clear()
+            self.maps[name].update((k, v) for k, v in entries.items() if v != 0)
+
     def read_map(self, name: str) -> dict:
         if name not in self.maps:
             raise self._unknown_map(name)

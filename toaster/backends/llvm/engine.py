@@ -87,6 +87,8 @@ class LLVMEngine(Engine):
                 ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.keys")),
                 ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.vals")),
             )
+        self._loaders = {spec.name: ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
+            addr(f"{spec.name}.load")) for spec in prog.maps if spec.kind == "view"}
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
         self._pool = StringPool(module.strings, module.string_tables, self._ee.get_global_value_address)
         self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
@@ -161,6 +163,38 @@ class LLVMEngine(Engine):
         if t == BOOL:
             return [bool(v) for v in col.tolist()]
         return col.tolist()
+
+    # ---------------------------------------------------------- durability
+    def _checkpoint_state(self, with_tables: bool):
+        from toaster.checkpoint import TableLayout
+        return self._map_state((TableLayout(m.name, m.key_types, m.value_type)
+                                for m in self.program.maps if m.kind == "view"), with_tables)
+
+    def _restore_tables(self, tables: dict) -> None:
+        """Bulk-load every map through its native `<map>.load` (keys encoded as the generated
+        code encodes them: strings as pool ids, floats by their bits, -0.0 as 0.0)."""
+        if not self._open:
+            raise InputError("engine is closed")
+        encoded = {}
+        for name, entries in tables.items():       # encode everything before touching a map
+            spec = self.program.map(name)
+            entries = {k: v for k, v in entries.items() if v != 0}
+            n, K = len(entries), len(spec.key_types)
+            keys = np.zeros((n, K), dtype=np.int64)
+            for j, t in enumerate(spec.key_types):
+                col = [k[j] for k in entries]
+                if t == STRING:
+                    keys[:, j] = self._pool.encode(col) if n else []
+                elif t == FLOAT:
+                    keys[:, j] = (np.asarray(col, dtype=np.float64) + 0.0).view(np.int64)
+                else:
+                    keys[:, j] = np.asarray(col, dtype=np.int64)
+            vdtype = np.float64 if spec.value_type == FLOAT else np.int64
+            vals = np.asarray(list(entries.values()), dtype=vdtype)
+            encoded[name] = (n, np.ascontiguousarray(keys), np.ascontiguousarray(vals))
+        self._pool.sync()
+        for name, (n, keys, vals) in encoded.items():
+            self._loaders[name](n, keys.ctypes.data, vals.ctypes.data)
 
     def close(self) -> None:
         if getattr(self, "_open", False):

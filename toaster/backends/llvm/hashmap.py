@@ -22,7 +22,9 @@ count and zeroes the slot tables.
 A map with no key (K == 0) is a single global scalar `<map>.scalar`.
 
 Exported accessors per map (Python reads the tables back through them):
-  <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy()
+  <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy(),
+  <map>.load(n, keys, vals): replace the contents by n entries (keys: n*K i64, vals: n values;
+  restoring a checkpoint; zero values are not stored)
 """
 from __future__ import annotations
 
@@ -119,6 +121,7 @@ class NativeMap:
             self._build_get()
             self._build_clear()
         self._build_accessors()
+        self._build_load()
 
     def zero(self):
         return ir.Constant(self.vty, 0.0 if self.vty == F64 else 0)
@@ -380,6 +383,29 @@ class NativeMap:
         b.store(i64(0), self.g_count)
         b.store(i64(0), self.g_cap)
         b.ret_void()
+
+    def _build_load(self):
+        """<map>.load(n, keys, vals): clear, then set each of the n entries (keys row-major, K per entry)."""
+        f = _func(self.module, f"{self.name}.load", VOID, [I64, PTR, PTR], internal=False)
+        n, keys, vals = f.args
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        if self.K == 0:
+            empty = f.append_basic_block("empty")
+            one = f.append_basic_block("one")
+            b.cbranch(b.icmp_signed(">", n, i64(0)), one, empty)
+            b = ir.IRBuilder(empty)
+            b.store(self.zero(), self.scalar)
+            b.ret_void()
+            b = ir.IRBuilder(one)
+            b.store(b.load(vals, typ=self.vty), self.scalar)
+            b.ret_void()
+            return
+        b.call(self.clear_fn, [])
+
+        def put(b, e):
+            v = b.load(self._elem_ptr(b, vals, e, self.vty), typ=self.vty)
+            b.call(self.set_fn, [self._key_at(b, keys, e, j) for j in range(self.K)] + [v])
+        self._count_loop(f, b, n, put).ret_void()
 
     # ------------------------------------------------------------ uses emitted by codegen
     def get(self, b, keys):
