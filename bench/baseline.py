@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pyarrow as pa
 
 from toaster.runtime.batch import Batch, NUMPY_DTYPES
 from toaster.testing.oracle import DUCKDB_TYPES, from_duckdb
@@ -64,7 +65,10 @@ class DuckReplayer:
         return tuple(cols)
 
     def _insert(self, d, columns) -> None:
-        self.con.register("__bench_in", {f"c{j}": col for j, col in enumerate(columns)})
+        # one Arrow table (the batch's columns are numpy or Arrow arrays), scanned by DuckDB in place
+        table = pa.table({f"c{j}": col if isinstance(col, (pa.Array, pa.ChunkedArray)) else pa.array(col)
+                          for j, col in enumerate(columns)})
+        self.con.register("__bench_in", table)
         try:
             exprs = ", ".join(_from_input(f"c{j}", c.type) for j, c in enumerate(d.columns))
             self.con.execute(f"INSERT INTO {_q(d.name)} SELECT {exprs} FROM __bench_in")

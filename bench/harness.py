@@ -369,8 +369,7 @@ def concat_batches(groups: list) -> list[Batch]:
             by_rel.setdefault(b.relation, []).append(b)
     out = []
     for rel, bs in by_rel.items():
-        out.append(Batch(rel, np.concatenate([b.signs for b in bs]),
-                         tuple(np.concatenate([b.columns[j] for b in bs]) for j in range(len(bs[0].columns)))))
+        out.append(Batch.concat(bs))
     return out
 
 

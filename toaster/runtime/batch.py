@@ -58,6 +58,13 @@ class Batch:
         idx = np.asarray(indices, dtype=np.int64)
         return Batch(self.relation, self.signs[idx], tuple(_take(c, idx) for c in self.columns))
 
+    @staticmethod
+    def concat(batches) -> "Batch":
+        """One batch of the rows of several batches of one relation, in order."""
+        batches = list(batches)
+        cols = tuple(_concat([b.columns[j] for b in batches]) for j in range(len(batches[0].columns)))
+        return Batch(batches[0].relation, np.concatenate([b.signs for b in batches]), cols)
+
     def python_columns(self) -> list[list]:
         """Every column as a list of plain Python values."""
         out = []
@@ -79,3 +86,12 @@ def _take(c, idx: np.ndarray):
     if isinstance(c, (pa.Array, pa.ChunkedArray)):
         return c.take(pa.array(idx))
     return np.asarray(c)[idx]
+
+
+def _concat(cols):
+    if any(c is None for c in cols):
+        return None
+    if any(isinstance(c, (pa.Array, pa.ChunkedArray)) for c in cols):
+        arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c) for c in cols]
+        return pa.chunked_array(arrays).combine_chunks()
+    return np.concatenate(cols)
