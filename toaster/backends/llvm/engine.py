@@ -213,10 +213,11 @@ class LLVMEngine(Engine):
             return {}
         if not spec.key_types:
             return {(): _value(vals[0], spec.value_type)} if vals[0] != 0 else {}
+        # zero entries are absent (and their string ids may have been freed): drop them first
+        keep = vals != 0
+        raw, vals = raw[keep], vals[keep]
         columns = [self._decode_column(raw[:, j], t) for j, t in enumerate(spec.key_types)]
-        keep = np.nonzero(vals != 0)[0].tolist()
-        vlist = vals.tolist()
-        return {tuple(c[i] for c in columns): vlist[i] for i in keep}
+        return dict(zip(zip(*columns), vals.tolist()))
 
     def _decode_column(self, col: np.ndarray, t) -> list:
         if t == FLOAT:
