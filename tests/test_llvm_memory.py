@@ -210,3 +210,17 @@ def test_load_adds_entries():
     engine.insert("R", (2, 4))
     assert engine.read_map(name) == {(1,): 12, (2,): 10}
     engine.close()
+
+
+def test_entries_read_back_restore_into_a_fresh_engine():
+    comp = compile_sql(STRING_SQL + "SELECT P.K, AVG(CAST_FLOAT(P.K)) AS a FROM P GROUP BY P.K;", mode="batch")
+    first, second = comp.engine("llvm"), comp.engine("llvm")
+    for batch in string_stream(list(first.relations.values()), "batch", n_events=300):
+        first.apply(batch)
+    for m in first.program.maps:
+        second.add_entries(m.name, first.read_map(m.name))
+    assert snapshot(second) == snapshot(first)
+    more = Batch.from_rows("P", first.relations["P"].types, [("w2zz", 3), ("w1a", 1)])
+    for e in (first, second):
+        e.apply(more)
+    assert [r.rows for r in second.results()] == [r.rows for r in first.results()]

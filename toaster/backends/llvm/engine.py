@@ -168,8 +168,28 @@ class LLVMEngine(Engine):
         """Entries the native map holds (zero-valued ones not yet reclaimed included)."""
         return self._accessors[name][0]()
 
+    def add_entries(self, name: str, entries: dict) -> None:
+        """Add {key tuple: value} (as read_map gives them) to a map's native entries: the way a
+        checkpoint is restored. New strings are interned and their tables filled."""
+        if name not in self._accessors:
+            raise self._unknown_map(name)
+        spec = self.program.map(name)
+        keys = list(entries)
+        words = np.zeros((len(keys), len(spec.key_types)), np.int64)
+        for j, t in enumerate(spec.key_types):
+            col = [k[j] for k in keys]
+            if t == STRING:
+                words[:, j] = [self._pool.intern(s) for s in col]
+            elif t == FLOAT:    # one key for 0.0 and -0.0, as the native encode_key
+                words[:, j] = (np.array(col, np.float64) + 0.0).view(np.int64)
+            else:
+                words[:, j] = np.array([int(v) for v in col], np.int64)
+        self._pool.sync()
+        self.load_map(name, words, np.array(list(entries.values())))
+
     def load_map(self, name: str, keys: np.ndarray, vals: np.ndarray) -> None:
-        """Add entries to a map: keys an (n, K) int64 array of native key words, vals its values."""
+        """Add entries to a map: keys an (n, K) int64 array of native key words (STRING: ids of
+        this engine's dictionary), vals its values."""
         spec = self.program.map(name)
         n = len(vals)
         keys = np.ascontiguousarray(keys, dtype=np.int64).reshape(n, len(spec.key_types))
