@@ -55,6 +55,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--data-dir", help="where generated streams are cached (default OUT/data)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     ap.add_argument("--master", help="Spark master URL")
+    ap.add_argument("--soak", action="store_true",
+                    help="memory soak instead of the benchmark: a sliding-window stream with deletions and "
+                         "every string new, RSS sampled over time per backend (bench/soak.py); uses "
+                         "--backends (default interp,llvm), --max-events (default 2,000,000), --time-limit "
+                         "(default 1800 s per backend), --out")
+    ap.add_argument("--soak-window", type=int, default=100_000, help="active rows of the soak stream")
+    ap.add_argument("--soak-batch", type=int, default=10_000, help="updates per batch of the soak stream")
     return ap
 
 
@@ -89,6 +96,8 @@ def config_from_args(args) -> BenchConfig:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.soak:
+        return soak_main(args)
     cfg = config_from_args(args)
     from bench.report import full_report, markdown_table, plot_rates, plot_sweep, write_csv
     from toaster.errors import ToasterError
@@ -114,6 +123,18 @@ def main(argv=None) -> int:
     print(f"{len(results)} runs in {time.perf_counter() - t0:.0f} s; results in {cfg.out}/results.csv, "
           f"{cfg.out}/results.md" + (f"; {len(wrong)} WRONG" if wrong else ""))
     return 1 if wrong else 0
+
+
+def soak_main(args) -> int:
+    from bench.soak import run_soak, soak_table
+    backends = args.backends or ["interp", "llvm"]
+    events = args.max_events or 2_000_000
+    out = args.out or "bench-results"
+    samples = run_soak(backends, events, args.soak_window, args.soak_batch, args.time_limit or 1800.0, out,
+                       log=lambda s: print(s, file=sys.stderr, flush=True))
+    print(soak_table(samples, events, args.soak_window, args.soak_batch))
+    print(f"samples in {out}/soak.csv, table in {out}/soak.md")
+    return 0
 
 
 if __name__ == "__main__":

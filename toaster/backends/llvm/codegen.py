@@ -14,7 +14,13 @@ Entry points (external symbols):
       double[] for FLOAT, i8[] for BOOL. Runs the insert/delete trigger per row, or fills
       DELTA_<REL>, runs the batch trigger and clears DELTA_<REL> again.
   toaster.init() / toaster.destroy()   allocate / free every map
-  <map>.count() / <map>.keys() / <map>.vals()   read-back accessors (see hashmap.py)
+  toaster.compact(i64 force)   reclaim zero-valued entries of every map (see hashmap.py)
+  <map>.count() / <map>.keys() / <map>.vals() / <map>.load(n, keys, vals)   (see hashmap.py)
+  toaster.rollback() / toaster.undo_trim(), global undo.on   only in programs with a fallible
+      string table: the undo log that keeps a failing batch atomic (undo.py)
+
+process_<REL> ends by compacting the maps (unless a fallible table recorded an error: the engine
+then rolls the batch back, and the undo records must still find the entries they name).
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
 from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
 from toaster.backends.llvm.natives import float_to_int, native_call, register_libm_symbols
+from toaster.backends.llvm.undo import UndoLog
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
@@ -48,6 +55,7 @@ class LLVMModule:
     strings: tuple                                       # string literals, by dictionary id
     entry_points: dict = field(hash=False, compare=False)  # relation -> process_<REL>
     string_tables: tuple = ()                            # StringTable, for the engine to fill
+    has_undo_log: bool = False                           # toaster.rollback and undo.on exist
 
     def __str__(self) -> str:
         return self.ir_text
@@ -380,14 +388,16 @@ class _TriggerGen:
 
 
 class _ModuleGen:
-    def __init__(self, prog: ImpProgram):
+    def __init__(self, prog: ImpProgram, with_undo: bool = False):
         self.prog = prog
         self.module = ir.Module(name="toaster")
         self.module.triple = llvm.get_process_triple()
         self.rt = Runtime(self.module)
         self.strings: dict[str, int] = {}
         self.string_tables: dict[tuple, StringTable] = {}
-        self.maps = {spec.name: NativeMap(self.module, self.rt, spec) for spec in prog.maps}
+        self.undo = UndoLog(self.module, self.rt) if with_undo else None
+        self.maps = {spec.name: NativeMap(self.module, self.rt, spec, self.undo, tag)
+                     for tag, spec in enumerate(prog.maps)}
         self.trigger_fns = []
         for t in prog.triggers:
             fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),
@@ -399,6 +409,16 @@ class _ModuleGen:
             self.trigger_fns.append((t, fn))
         self.entry_points = {r.name: self.process(r) for r in prog.relations}
         self.lifecycle()
+        if self.undo is not None:
+            self.undo.build_exports(list(self.maps.values()))
+
+    def fallible(self) -> bool:
+        return any(not t.total for t in self.string_tables.values())
+
+    def emit_compaction(self, b, force):
+        for m in self.maps.values():
+            if m.K > 0 and m.spec.kind != "delta":
+                b.call(m.compact_fn, [force])
 
     def map(self, name) -> NativeMap:
         try:
@@ -499,6 +519,13 @@ class _ModuleGen:
                 b.call(f, [])
             if delta is not None:
                 delta.clear(b)
+        failed = ir.Constant(I1, 0)
+        for t in self.string_tables.values():
+            if not t.total:
+                err = b.load(self.module.get_global(t.symbol + ".error"), typ=I64)
+                failed = b.or_(failed, b.icmp_signed("!=", err, i64(-1)))
+        with b.if_then(b.not_(failed)):
+            self.emit_compaction(b, i64(0))
         b.ret_void()
         return fn.name
 
@@ -513,13 +540,20 @@ class _ModuleGen:
                     if t.event.kind == "ready":
                         b.call(f, [])
             b.ret_void()
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64]), "toaster.compact")
+        b = ir.IRBuilder(fn.append_basic_block())
+        self.emit_compaction(b, fn.args[0])
+        b.ret_void()
 
 
 def generate_llvm(prog: ImpProgram) -> LLVMModule:
     register_libm_symbols()      # the math intrinsics lower to libm calls the JIT must resolve
     gen = _ModuleGen(prog)
+    if gen.fallible():           # a trigger can fail at run time: generate again, with the undo log
+        gen = _ModuleGen(prog, with_undo=True)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
-    return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()))
+    return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()),
+                      gen.undo is not None)
 
 
 @pass_("imp_to_llvm", "imp", "llvm")

@@ -5,6 +5,12 @@ One native call per input batch: apply() turns the Batch into contiguous numpy c
 converted at all: a zero buffer stands in), fills the string property tables for the new strings (strings.py)
 and calls process_<REL>. read_map() reads the native hash table memory back through the
 exported accessors.
+
+Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
+some live string does fail, the batch runs with the native undo log on (undo.py) and is rolled
+back if it fails, so the views equal those before it. After each batch the maps drop their
+zero-valued entries (hashmap.py) and, every time the string dictionary has doubled since its last
+collection, the strings no map key holds any more are freed (StringPool.collect).
 """
 from __future__ import annotations
 
@@ -88,8 +94,15 @@ class LLVMEngine(Engine):
                 ctypes.CFUNCTYPE(ctypes.c_void_p)(addr(f"{spec.name}.vals")),
             )
         self._loaders = {spec.name: ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
-            addr(f"{spec.name}.load")) for spec in prog.maps if spec.kind == "view"}
+            addr(f"{spec.name}.load")) for spec in prog.maps}
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
+        self._compact = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("toaster.compact"))
+        if module.has_undo_log:
+            self._undo_on = ctypes.c_int64.from_address(self._ee.get_global_value_address("undo.on"))
+            self._rollback = ctypes.CFUNCTYPE(None)(addr("toaster.rollback"))
+            self._undo_trim = ctypes.CFUNCTYPE(None)(addr("toaster.undo_trim"))
+        else:
+            self._undo_on = None
         self._pool = StringPool(module.strings, module.string_tables, self._ee.get_global_value_address)
         self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
         ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
@@ -128,8 +141,85 @@ class LLVMEngine(Engine):
                 arrays.append(np.ascontiguousarray(col))
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
+        logged = self._undo_on is not None and self._pool.may_fail()
+        if logged:
+            self._undo_on.value = 1
         self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
-        self._pool.check_errors()
+        failure = self._pool.take_error()
+        if logged:
+            if failure is not None:
+                self._rollback()
+            else:
+                self._undo_on.value = 0
+                self._undo_trim()
+        if failure is not None:
+            if not logged:     # cannot happen: an error needs a failing live string
+                raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "
+                                 "not reliable any more")
+            raise InputError(f"{failure}; the batch was rejected, the views are unchanged")
+        self._pool.maybe_collect(self._string_keys)
+
+    # ---------------------------------------------------------------- memory
+    def compact(self) -> None:
+        """Reclaim every zero-valued map entry now (batches do it when a map is half zeros)."""
+        self._compact(1)
+
+    def map_size(self, name: str) -> int:
+        """Entries the native map holds (zero-valued ones not yet reclaimed included)."""
+        return self._accessors[name][0]()
+
+    def set_entries(self, name: str, entries: dict) -> None:
+        """Set a map's contents to {key tuple: value} (as read_map gives them); what it held before
+        is dropped. New strings are interned and their tables filled."""
+        if name not in self._accessors:
+            raise self._unknown_map(name)
+        spec = self.program.map(name)
+        keys = list(entries)
+        words = np.zeros((len(keys), len(spec.key_types)), np.int64)
+        for j, t in enumerate(spec.key_types):
+            col = [k[j] for k in keys]
+            if t == STRING:
+                words[:, j] = [self._pool.intern(s) for s in col]
+            elif t == FLOAT:    # one key for 0.0 and -0.0, as the native encode_key
+                words[:, j] = (np.array(col, np.float64) + 0.0).view(np.int64)
+            else:
+                words[:, j] = np.array([int(v) for v in col], np.int64)
+        self._pool.sync()
+        self.load_map(name, words, np.array(list(entries.values())))
+
+    def load_map(self, name: str, keys: np.ndarray, vals: np.ndarray) -> None:
+        """Replace a map's contents by n entries: keys an (n, K) int64 array of native key words
+        (STRING: ids of this engine's dictionary), vals its values (native `<map>.load`)."""
+        spec = self.program.map(name)
+        n = len(vals)
+        keys = np.ascontiguousarray(keys, dtype=np.int64).reshape(n, len(spec.key_types))
+        vals = np.ascontiguousarray(vals, dtype=np.float64 if spec.value_type == FLOAT else np.int64)
+        self._loaders[name](n, keys.ctypes.data, vals.ctypes.data)
+
+    def _string_keys(self):
+        """Every string id a nonzero map entry holds in a key (one array per map key column)."""
+        for spec in self.program.maps:
+            cols = [j for j, t in enumerate(spec.key_types) if t == STRING]
+            if not cols:
+                continue
+            raw, vals = self._raw_entries(spec)
+            live = vals != 0
+            for j in cols:
+                yield raw[live, j]
+
+    def _raw_entries(self, spec):
+        """(keys as an (n, K) int64 array, values) of a map, copied out of native memory."""
+        count_fn, keys_fn, vals_fn = self._accessors[spec.name]
+        n = count_fn()
+        K = len(spec.key_types)
+        vdtype = np.float64 if spec.value_type == FLOAT else np.int64
+        if n == 0:
+            return np.zeros((0, K), np.int64), np.zeros(0, vdtype)
+        vals = np.frombuffer((ctypes.c_char * (8 * n)).from_address(vals_fn()), dtype=vdtype).copy()
+        if K == 0:
+            return np.zeros((n, 0), np.int64), vals
+        raw = np.frombuffer((ctypes.c_char * (8 * n * K)).from_address(keys_fn()), dtype=np.int64)
+        return raw.copy().reshape(n, K), vals
 
     # ---------------------------------------------------------------- output
     def read_map(self, name: str) -> dict:
@@ -138,21 +228,16 @@ class LLVMEngine(Engine):
         if name not in self._accessors:
             raise self._unknown_map(name)
         spec = self.program.map(name)
-        count_fn, keys_fn, vals_fn = self._accessors[name]
-        n = count_fn()
-        if n == 0:
+        raw, vals = self._raw_entries(spec)
+        if len(vals) == 0:
             return {}
-        vdtype = np.float64 if spec.value_type == FLOAT else np.int64
-        vals = np.frombuffer((ctypes.c_char * (8 * n)).from_address(vals_fn()), dtype=vdtype).copy()
-        K = len(spec.key_types)
-        if K == 0:
+        if not spec.key_types:
             return {(): _value(vals[0], spec.value_type)} if vals[0] != 0 else {}
-        raw = np.frombuffer((ctypes.c_char * (8 * n * K)).from_address(keys_fn()), dtype=np.int64)
-        raw = raw.copy().reshape(n, K)
+        # zero entries are absent (and their string ids may have been freed): drop them first
+        keep = vals != 0
+        raw, vals = raw[keep], vals[keep]
         columns = [self._decode_column(raw[:, j], t) for j, t in enumerate(spec.key_types)]
-        keep = np.nonzero(vals != 0)[0].tolist()
-        vlist = vals.tolist()
-        return {tuple(c[i] for c in columns): vlist[i] for i in keep}
+        return dict(zip(zip(*columns), vals.tolist()))
 
     def _decode_column(self, col: np.ndarray, t) -> list:
         if t == FLOAT:

@@ -15,16 +15,25 @@ Layout of a map with K > 0 key components (all state lives in module globals `<m
 Entry capacity is cap/2, so all tables grow together: `grow` doubles cap, reallocates the entry
 arrays and rebuilds `slots` and every index from the dense entries (a rehash).
 
-Entries are never removed: an entry whose value becomes 0 stays in the table, and readers
-(ForEach loops, Python's read-back) skip zero values. MapClear (temp and delta maps) resets
-count and zeroes the slot tables.
+Entries whose value becomes exactly 0 (or -0.0) are reclaimed by *compaction*, never in the middle
+of a trigger (a ForEach over the map may be running): readers (ForEach loops, Python's read-back)
+skip zero values, writes keep `zeros`, the number of zero-valued entries, and `compact(force)`,
+which the batch entry point calls at its end, squeezes the zero entries out of the dense arrays
+(order kept), picks the smallest capacity with load <= 1/4 and rebuilds `slots` and every index.
+Without `force` it runs only when at least half the entries are zero, so its O(count) cost is
+paid by as many zeroing writes: amortized O(1) per write, and a map never holds more than twice
+its live entries after a batch. MapClear (temp and delta maps) resets count and zeroes the slot
+tables.
 
 A map with no key (K == 0) is a single global scalar `<map>.scalar`.
 
 Exported accessors per map (Python reads the tables back through them):
   <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy(),
-  <map>.load(n, keys, vals): replace the contents by n entries (keys: n*K i64, vals: n values;
-  restoring a checkpoint; zero values are not stored)
+  <map>.load(i64 n, i64* keys, <val>* vals)   replace the contents by n entries (keys row-major,
+                                               K per entry; zero values are not stored)
+  <map>.compact(i64 force)
+
+With an undo log (undo.py), view maps record every write's previous value before making it.
 """
 from __future__ import annotations
 
@@ -87,8 +96,11 @@ class NativeMap:
     """Globals and functions of one map; codegen calls `get`, `add`, `clear` and the
     iteration helpers to emit uses inline into trigger code."""
 
-    def __init__(self, module: ir.Module, runtime: Runtime, spec):
+    def __init__(self, module: ir.Module, runtime: Runtime, spec, undo=None, tag: int = 0):
         self.spec = spec
+        # temp and delta maps are refilled from scratch whenever used: they need no undo records
+        self.undo = undo if spec.kind == "view" else None
+        self.undo_tag = tag if self.undo is not None else None
         self.name = spec.name
         self.K = len(spec.key_types)
         self.vty = F64 if spec.value_type == FLOAT else I64
@@ -108,6 +120,7 @@ class NativeMap:
         else:
             self.g_cap = _global(module, f"{n}.g.cap", I64, 0)
             self.g_count = _global(module, f"{n}.g.count", I64, 0)
+            self.g_zeros = _global(module, f"{n}.g.zeros", I64, 0)
             self.g_slots = _global(module, f"{n}.g.slots", PTR, None)
             self.g_keys = _global(module, f"{n}.g.keys", PTR, None)
             self.g_vals = _global(module, f"{n}.g.vals", PTR, None)
@@ -115,11 +128,12 @@ class NativeMap:
             self.g_ix_next = [_global(module, f"{n}.g.ix{i}.next", PTR, None) for i in range(len(sets))]
             self._build_find()
             self._build_ix_find()
-            self._build_grow()
+            self._build_rehash()
             self.add_fn = self._build_upsert("add", replace=False)
             self.set_fn = self._build_upsert("set", replace=True)
             self._build_get()
             self._build_clear()
+            self._build_compact()
         self._build_accessors()
         self._build_load()
 
@@ -133,6 +147,27 @@ class NativeMap:
 
     def vadd(self, b, x, y):
         return b.fadd(x, y) if self.vty == F64 else b.add(x, y)
+
+    def _bits(self, b, v):
+        return b.bitcast(v, I64) if self.vty == F64 else v
+
+    def _log(self, b, keys, old):
+        if self.undo is not None:
+            self.undo.emit_record(b, self.undo_tag, self._bits(b, old), keys)
+
+    def _count_zeros(self, b, old, new):
+        """zeros += (old != 0 and new == 0) - (old == 0 and new != 0)"""
+        was, now = self.is_nonzero(b, old), self.is_nonzero(b, new)
+        d = b.sub(b.zext(b.and_(was, b.not_(now)), I64), b.zext(b.and_(b.not_(was), now), I64))
+        b.store(b.add(b.load(self.g_zeros, typ=I64), d), self.g_zeros)
+
+    def restore(self, b, keys, old_bits):
+        """Write back a logged value (rollback; the log is off)."""
+        old = b.bitcast(old_bits, F64) if self.vty == F64 else old_bits
+        if self.K == 0:
+            b.store(old, self.scalar)
+        else:
+            b.call(self.set_fn, list(keys) + [old])
 
     # ------------------------------------------------------------ helpers
     def _key_at(self, b, keys_ptr, e, j):
@@ -229,11 +264,12 @@ class NativeMap:
         b.branch(head)
         return ir.IRBuilder(done)
 
-    def _build_grow(self):
+    def _build_rehash(self):
+        """rehash(cap): entry arrays resized to cap/2 (>= count), slots and indexes rebuilt."""
         rt = self.rt
-        f = self.grow = _func(self.module, f"{self.name}.grow", VOID, [])
+        f = self.rehash = _func(self.module, f"{self.name}.rehash", VOID, [I64])
         b = ir.IRBuilder(f.append_basic_block("entry"))
-        cap = b.mul(b.load(self.g_cap, typ=I64), i64(2))
+        cap = f.args[0]
         ecap = b.udiv(cap, i64(2))
         b.store(cap, self.g_cap)
         b.call(rt.free, [b.load(self.g_slots, typ=PTR)])
@@ -272,6 +308,59 @@ class NativeMap:
         b = self._count_loop(f, b, count, reinsert)
         b.ret_void()
 
+    def _build_compact(self):
+        """compact(force): drop the zero-valued entries (when forced, or when they are at least half
+        of all), then shrink to the smallest power-of-two capacity >= 16 with load <= 1/4."""
+        f = _func(self.module, f"{self.name}.compact", VOID, [I64], internal=False)
+        self.compact_fn = f
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        zeros = b.load(self.g_zeros, typ=I64)
+        count = b.load(self.g_count, typ=I64)
+        worth = b.icmp_unsigned(">=", b.mul(zeros, i64(2)), count)
+        go = b.and_(b.icmp_unsigned(">", zeros, i64(0)),
+                    b.or_(worth, b.icmp_unsigned("!=", f.args[0], i64(0))))
+        work = f.append_basic_block("work")
+        skip = f.append_basic_block("skip")
+        b.cbranch(go, work, skip)
+        ir.IRBuilder(skip).ret_void()
+        b = ir.IRBuilder(work)
+        w = b.alloca(I64)
+        b.store(i64(0), w)
+
+        def keep(b, e):
+            vals = b.load(self.g_vals, typ=PTR)
+            v = b.load(self._elem_ptr(b, vals, e, self.vty), typ=self.vty)
+            with b.if_then(self.is_nonzero(b, v)):
+                d = b.load(w, typ=I64)
+                keys = b.load(self.g_keys, typ=PTR)
+                for j in range(self.K):
+                    k = self._key_at(b, keys, e, j)
+                    b.store(k, self._elem_ptr(b, keys, b.add(b.mul(d, i64(self.K)), i64(j))))
+                b.store(v, self._elem_ptr(b, vals, d, self.vty))
+                b.store(b.add(d, i64(1)), w)
+            return b
+
+        b = self._count_loop(f, b, count, keep)
+        live = b.load(w, typ=I64)
+        b.store(live, self.g_count)
+        b.store(i64(0), self.g_zeros)
+        # smallest cap >= INITIAL_CAPACITY with 4 * live <= cap
+        pre = b.block
+        head = f.append_basic_block("size")
+        dbl = f.append_basic_block("double")
+        done = f.append_basic_block("sized")
+        b.branch(head)
+        hb = ir.IRBuilder(head)
+        cap = hb.phi(I64, "cap")
+        cap.add_incoming(i64(INITIAL_CAPACITY), pre)
+        hb.cbranch(hb.icmp_unsigned("<", cap, hb.mul(live, i64(4))), dbl, done)
+        db = ir.IRBuilder(dbl)
+        cap.add_incoming(db.mul(cap, i64(2)), dbl)
+        db.branch(head)
+        b = ir.IRBuilder(done)
+        b.call(self.rehash, [cap])
+        b.ret_void()
+
     # ------------------------------------------------------------ add / get / clear
     def _build_upsert(self, op: str, replace: bool):
         """map.add(keys, v) adds v to the entry; map.set(keys, v) replaces it (both insert it)."""
@@ -284,7 +373,11 @@ class NativeMap:
         b.cbranch(b.icmp_signed(">=", r, i64(0)), found, absent)
         b = ir.IRBuilder(found)
         vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty)
-        b.store(v if replace else self.vadd(b, b.load(vp, typ=self.vty), v), vp)
+        old = b.load(vp, typ=self.vty)
+        self._log(b, keys, old)
+        new = v if replace else self.vadd(b, old, v)
+        b.store(new, vp)
+        self._count_zeros(b, old, new)
         b.ret_void()
         # a new key with a zero value need not be stored (reads of absent keys give 0)
         b = ir.IRBuilder(absent)
@@ -293,18 +386,20 @@ class NativeMap:
         b.cbranch(self.is_nonzero(b, v), insert, skip)
         ir.IRBuilder(skip).ret_void()
         b = ir.IRBuilder(insert)
+        self._log(b, keys, self.zero())
         count = b.load(self.g_count, typ=I64)
         full = b.icmp_unsigned(">", b.mul(b.add(count, i64(1)), i64(2)), b.load(self.g_cap, typ=I64))
         grow = f.append_basic_block("grow")
         store = f.append_basic_block("store")
+        insert_end = b.block      # the undo record (if any) opened blocks
         b.cbranch(full, grow, store)
         gb = ir.IRBuilder(grow)
-        gb.call(self.grow, [])
+        gb.call(self.rehash, [gb.mul(gb.load(self.g_cap, typ=I64), i64(2))])
         r2 = gb.call(self.find, keys)
         gb.branch(store)
         b = ir.IRBuilder(store)
         rr = b.phi(I64)
-        rr.add_incoming(r, insert)
+        rr.add_incoming(r, insert_end)
         rr.add_incoming(r2, grow)
         h = b.sub(i64(-1), rr)
         b.store(b.add(count, i64(1)), self._elem_ptr(b, b.load(self.g_slots, typ=PTR), h))
@@ -337,10 +432,19 @@ class NativeMap:
         b.cbranch(b.icmp_signed(">", b.load(self.g_count, typ=I64), i64(0)), nonempty, done)
         ir.IRBuilder(done).ret_void()
         b = ir.IRBuilder(nonempty)
+        if self.undo is not None:     # a view map cleared (replaced): record what it held
+            def record(b, e):
+                v = self.val_at(b, e)
+                with b.if_then(self.is_nonzero(b, v)):
+                    keys = b.load(self.g_keys, typ=PTR)
+                    self._log(b, [self._key_at(b, keys, e, j) for j in range(self.K)], v)
+                return b
+            b = self._count_loop(f, b, b.load(self.g_count, typ=I64), record)
         nbytes = b.mul(b.load(self.g_cap, typ=I64), i64(8))
         for g in [self.g_slots] + self.g_ix_slots:
             b.call(self.rt.memset, [b.load(g, typ=PTR), ir.Constant(I32, 0), nbytes])
         b.store(i64(0), self.g_count)
+        b.store(i64(0), self.g_zeros)
         b.ret_void()
 
     def _build_accessors(self):
@@ -369,6 +473,7 @@ class NativeMap:
         cap, ecap = INITIAL_CAPACITY, INITIAL_CAPACITY // 2
         b.store(i64(cap), self.g_cap)
         b.store(i64(0), self.g_count)
+        b.store(i64(0), self.g_zeros)
         b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_slots)
         b.store(b.call(rt.calloc, [i64(ecap * self.K), i64(8)]), self.g_keys)
         b.store(b.call(rt.calloc, [i64(ecap), i64(self.vsize)]), self.g_vals)
@@ -381,6 +486,7 @@ class NativeMap:
             b.call(rt.free, [b.load(g, typ=PTR)])
             b.store(ir.Constant(PTR, None), g)
         b.store(i64(0), self.g_count)
+        b.store(i64(0), self.g_zeros)
         b.store(i64(0), self.g_cap)
         b.ret_void()
 
@@ -415,18 +521,22 @@ class NativeMap:
 
     def add(self, b, keys, v):
         if self.K == 0:
-            b.store(self.vadd(b, b.load(self.scalar, typ=self.vty), v), self.scalar)
+            old = b.load(self.scalar, typ=self.vty)
+            self._log(b, [], old)
+            b.store(self.vadd(b, old, v), self.scalar)
         else:
             b.call(self.add_fn, list(keys) + [v])
 
     def set(self, b, keys, v):
         if self.K == 0:
+            self._log(b, [], b.load(self.scalar, typ=self.vty))
             b.store(v, self.scalar)
         else:
             b.call(self.set_fn, list(keys) + [v])
 
     def clear(self, b):
         if self.K == 0:
+            self._log(b, [], b.load(self.scalar, typ=self.vty))
             b.store(self.zero(), self.scalar)
         else:
             b.call(self.clear_fn, [])

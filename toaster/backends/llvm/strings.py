@@ -15,7 +15,13 @@ the tables and does the rank arithmetic.
 
 A function that can fail on some strings (cast_date('abc')) is not *total*: its table has a
 validity byte per id, and native code that reads an invalid entry records the id in
-`<table>.error`; the engine raises InputError after the batch.
+`<table>.error`; the engine rolls the batch back and raises InputError (engine.py).
+
+Ids are reused: `collect` (run by the engine when the dictionary has doubled since the last
+collection) keeps the literals, every id a nonzero map entry holds in a key, and whatever a
+STRING-valued table gives for a kept id (transitively); it frees the rest, shrinks the tables
+when the highest live id allows, and hands the freed ids out again, smallest first. A zero-valued
+map entry keeping a freed id is harmless: it means "absent" under whatever string reuses the id.
 """
 from __future__ import annotations
 
@@ -134,21 +140,29 @@ class _Table:
         self.dtype = np.float64 if spec.type == FLOAT else np.int64
         self.values = np.zeros(0, self.dtype)
         self.ok = None if spec.total else np.zeros(0, np.uint8)
+        self.invalid = 0     # ids filled with ok == 0 (recounted over the live ids by collect)
         self._ptr = _cell(ctypes.c_void_p, address_of, spec.symbol)
         self._ok_ptr = None if spec.total else _cell(ctypes.c_void_p, address_of, spec.symbol + ".ok")
         self.error = None if spec.total else _cell(ctypes.c_int64, address_of, spec.symbol + ".error")
 
     def reserve(self, n: int) -> None:
-        if n <= len(self.values):
-            return
-        cap = max(64, 2 * n)
+        if n > len(self.values):
+            self._resize(max(64, 2 * n))
+
+    def shrink(self, n: int) -> None:
+        """Reallocate smaller when ids below n are all that remain (and the saving is worth it)."""
+        if len(self.values) > max(64, 4 * n):
+            self._resize(max(64, 2 * n))
+
+    def _resize(self, cap: int) -> None:
         self.values = _grown(self.values, cap)
         self._ptr.value = self.values.ctypes.data
         if self.ok is not None:
             self.ok = _grown(self.ok, cap)
             self._ok_ptr.value = self.ok.ctypes.data
 
-    def fill(self, lo: int, strs: list, pool: "StringPool") -> None:
+    def fill(self, where: np.ndarray, strs: list, pool: "StringPool") -> None:
+        """Fill the entries of ids `where` (holding strs)."""
         values, ok = evaluate(self.spec, strs)
         n = len(strs)
         t = self.spec.type
@@ -164,10 +178,11 @@ class _Table:
             except OverflowError:     # a Python int beyond int64 has no native value
                 ok = [k and -2**63 <= int(v) < 2**63 for k, v in zip(ok or repeat(True), values)]
                 arr = np.fromiter((int(v) if k else 0 for k, v in zip(ok, values)), np.int64, n)
-        self.reserve(lo + n)
-        self.values[lo:lo + n] = arr
+        self.reserve(int(where.max()) + 1)
+        self.values[where] = arr
         if self.ok is not None:
-            self.ok[lo:lo + n] = 1 if ok is None else np.fromiter(ok, np.uint8, n)
+            self.ok[where] = 1 if ok is None else np.fromiter(ok, np.uint8, n)
+            self.invalid += 0 if ok is None else n - sum(ok)
         elif ok is not None and not all(ok):
             raise AssertionError(f"{self.spec.call_text()} failed on a string but is marked total")
 
@@ -181,60 +196,93 @@ def _cell(ctype, address_of, symbol: str):
 
 
 def _grown(a: np.ndarray, cap: int) -> np.ndarray:
+    """A copy of a with length cap (cut or zero-padded): a fresh buffer, so shrinking frees memory."""
     out = np.zeros(cap, a.dtype)
-    out[:len(a)] = a
+    k = min(cap, len(a))
+    out[:k] = a[:k]
     return out
 
 
 class _Ranks:
-    """rank[id] = position of strings[id] in the sorted order of all known strings (Python order).
-    New strings are merged in: bisect per new string, one vectorised shift of the old ranks."""
+    """rank[id] = position of strings[id] in the sorted order of all live strings (Python order).
+    New strings are merged in: bisect per new string, one vectorised shift of the old ranks
+    (entries of free ids hold garbage that no live id reads)."""
 
     def __init__(self, address_of):
         self.rank = np.zeros(0, np.int64)
         self._ptr = _cell(ctypes.c_void_p, address_of, RANK_SYMBOL)
         self.sorted: list[str] = []
 
-    def update(self, strings: list) -> None:
-        n_old, n = len(self.sorted), len(strings)
-        if n == n_old:
-            return
-        if n > len(self.rank):
+    def _reserve(self, n: int, shrink: bool = False) -> None:
+        if n > len(self.rank) or (shrink and len(self.rank) > max(64, 4 * n)):
             self.rank = _grown(self.rank, max(64, 2 * n))
             self._ptr.value = self.rank.ctypes.data
-        if n - n_old > n_old // 4:        # many new strings: sort everything (C-level timsort)
-            order = sorted(range(n), key=strings.__getitem__)
-            self.rank[np.array(order, np.int64)] = np.arange(n, dtype=np.int64)
-            self.sorted = list(map(strings.__getitem__, order))
+
+    def update(self, new_ids: list, strings: list) -> None:
+        if not new_ids:
             return
-        new = sorted(range(n_old, n), key=strings.__getitem__)
+        self._reserve(len(strings))
+        n_old = len(self.sorted)
+        if len(new_ids) > n_old // 4:        # many new strings: sort everything (C-level timsort)
+            live = [i for i, s in enumerate(strings) if s is not None]
+            self._set_order(sorted(live, key=strings.__getitem__), strings)
+            return
+        new = sorted(new_ids, key=strings.__getitem__)
         new_strs = list(map(strings.__getitem__, new))
         pos = np.fromiter(map(bisect_left, repeat(self.sorted), new_strs), np.int64, len(new))
-        old = self.rank[:n_old]
+        old = self.rank[:len(strings)]
         old += np.searchsorted(pos, old, side="right")      # new strings sorted before each old one
         self.rank[np.array(new, np.int64)] = pos + np.arange(len(new), dtype=np.int64)
         for p, s in zip(reversed(pos.tolist()), reversed(new_strs)):
             self.sorted.insert(p, s)
 
+    def _set_order(self, order, strings: list) -> None:
+        self.rank[np.asarray(order, np.int64)] = np.arange(len(order), dtype=np.int64)
+        self.sorted = list(map(strings.__getitem__, order))
+
+    def collected(self, live: np.ndarray, strings: list) -> None:
+        """Re-rank after a collection kept only the ids `live` (their order is unchanged)."""
+        order = live[np.argsort(self.rank[live], kind="stable")]
+        self._reserve(len(strings), shrink=True)
+        self._set_order(order.tolist(), strings)
+
+
+COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many strings
+
 
 class StringPool:
-    """The engine's string dictionary (id <-> string) and the property tables derived from it."""
+    """The engine's string dictionary (id <-> string) and the property tables derived from it.
+    strings[id] is None for a freed id."""
 
     def __init__(self, literals, tables, address_of):
-        self.strings: list[str] = list(literals)
+        self.strings: list[str | None] = list(literals)
         self.ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
+        self.n_literals = len(self.strings)     # pinned: compiled code holds their ids
         self._tables = [_Table(t, address_of) for t in tables if t.function != RANK]
         self._fallible = [t for t in self._tables if not t.spec.total]
         self._ranks = _Ranks(address_of) if any(t.function == RANK for t in tables) else None
-        self._filled = 0
+        self._pending: list[int] = list(range(self.n_literals))     # ids whose tables are not filled
+        self._free: list[int] = []               # freed ids, largest first (pop gives the smallest)
+        self.collect_min = COLLECT_MIN
+        self._live_after_collect = 0
+        self.collections = 0
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
         if i is None:
-            i = self.ids[s] = len(self.strings)
-            self.strings.append(s)
+            if self._free:
+                i = self._free.pop()
+                self.strings[i] = s
+            else:
+                i = len(self.strings)
+                self.strings.append(s)
+            self.ids[s] = i
+            self._pending.append(i)
         return i
 
+    def __len__(self) -> int:
+        """Live strings."""
+        return len(self.ids)
     def encode(self, col) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
         sequence of str). Arrow's C++ hash table dictionary-encodes the column; Python then
@@ -260,25 +308,77 @@ class StringPool:
     def sync(self) -> None:
         """Fill every table for the strings that arrived since the last sync (and for the strings
         that tables produce, e.g. substrings, until no new one appears); re-rank."""
-        while self._filled < len(self.strings):
-            lo = self._filled
-            new = self.strings[lo:]
-            self._filled = len(self.strings)
+        arrived = []
+        while self._pending:
+            ids, self._pending = self._pending, []
+            arrived += ids
+            strs = list(map(self.strings.__getitem__, ids))
+            where = np.array(ids, np.int64)
             for t in self._tables:
-                t.fill(lo, new, self)
+                t.fill(where, strs, self)
         if self._ranks is not None:
-            self._ranks.update(self.strings)
+            self._ranks.update(arrived, self.strings)
 
-    def check_errors(self) -> None:
+    def may_fail(self) -> bool:
+        """Some live string has an invalid entry in a fallible table (a trigger may fail)."""
+        return any(t.invalid for t in self._fallible)
+
+    def take_error(self) -> str | None:
+        """The failure a fallible table recorded during the last native call (then cleared)."""
+        message = None
         for t in self._fallible:
             i = t.error.value
             if i >= 0:
                 t.error.value = -1
-                s = self.strings[i]
-                try:
-                    v = BUILTINS[t.spec.function](*_with(t.spec.args, t.spec.position, s))
-                    reason = f"{v!r} has no 64-bit value"
-                except Exception as e:
-                    reason = f"{type(e).__name__}: {e}"
-                raise InputError(f"{t.spec.call_text(s)} failed ({reason}); the batch was applied with "
-                                 "0 in its place, the views are not reliable any more")
+                if message is None:
+                    s = self.strings[i]
+                    try:
+                        v = BUILTINS[t.spec.function](*_with(t.spec.args, t.spec.position, s))
+                        reason = f"{v!r} has no 64-bit value"
+                    except Exception as e:
+                        reason = f"{type(e).__name__}: {e}"
+                    message = f"{t.spec.call_text(s)} failed ({reason})"
+        return message
+
+    def check_errors(self) -> None:
+        message = self.take_error()
+        if message is not None:
+            raise InputError(message)
+
+    # ------------------------------------------------------------ collection
+    def maybe_collect(self, key_ids) -> bool:
+        """Collect when the dictionary has doubled since the last collection. key_ids() yields
+        arrays of the string ids that nonzero map entries hold in their keys."""
+        if len(self.ids) < max(self.collect_min, 2 * self._live_after_collect):
+            return False
+        self.collect(key_ids())
+        return True
+
+    def collect(self, key_arrays) -> None:
+        n = len(self.strings)
+        mark = np.zeros(n, np.bool_)
+        mark[:self.n_literals] = True
+        for a in key_arrays:
+            mark[a] = True
+        derived = [t for t in self._tables if t.spec.type == STRING]
+        new = np.flatnonzero(mark)
+        while len(new) and derived:      # what a STRING table gives for a kept id is kept
+            found = np.unique(np.concatenate([t.values[new] for t in derived]))
+            new = found[~mark[found]]
+            mark[new] = True
+        live = np.flatnonzero(mark)
+        top = int(live[-1]) + 1 if len(live) else 0
+        strings = self.strings
+        for i in np.flatnonzero(~mark).tolist():
+            strings[i] = None
+        del strings[top:]
+        self.ids = {s: i for i, s in zip(live.tolist(), map(strings.__getitem__, live.tolist()))}
+        self._free = np.flatnonzero(~mark[:top])[::-1].tolist()
+        for t in self._tables:
+            t.shrink(top)
+            if t.ok is not None:
+                t.invalid = int(np.count_nonzero(t.ok[live] == 0))
+        if self._ranks is not None:
+            self._ranks.collected(live, strings)
+        self._live_after_collect = len(live)
+        self.collections += 1
