@@ -132,7 +132,7 @@ class _TriggerRewrite:
         outside = set(st.keys) | set(group or ())
         kept, merged = [], {}   # merged: (rest, keys of the one delta) -> local bodies summed
         order = []
-        for term in _terms(body):
+        for term in self._flat_terms(body, group):
             sp = self.split(term, outside)
             if sp is None:
                 kept.append(term)
@@ -161,13 +161,28 @@ class _TriggerRewrite:
                 ref = self.delta_map(keys, mk_prod([f for f in factors if not _is_constant(f)]))
                 kept.append(mk_prod(consts + [ref] + list(rest)))
             else:
-                kept.append(mk_prod([self.delta_map(keys, mk_sum(bodies))] + list(rest)))
+                # each part aggregated to the keys: the parts bind different non-key variables
+                summed = mk_sum([AggSum(keys, b) for b in bodies])
+                kept.append(mk_prod([self.delta_map(keys, summed)] + list(rest)))
+        if len(kept) > 1 and group is not None:
+            kept = [AggSum(group, t) for t in kept]  # likewise for the statement's terms
         new_body = mk_sum(kept)
         rhs = AggSum(group, new_body) if group is not None else new_body
         return [Statement(st.target, st.keys, st.op, rhs)]
 
     def _plain(self, st: Statement) -> Statement:
         return st
+
+    @staticmethod
+    def _flat_terms(body, group) -> list:
+        """The sum's terms, looking through AggSums over the statement's own group."""
+        out = []
+        for t in _terms(body):
+            if isinstance(t, AggSum) and group is not None and t.group == group:
+                out.extend(_TriggerRewrite._flat_terms(t.expr, group))
+            else:
+                out.append(t)
+        return out
 
 
 def _maps_read(e) -> set:
@@ -202,10 +217,11 @@ def merge_statements(stmts) -> list:
             for i in range(len(out) - 1, -1, -1):
                 prev = out[i]
                 if (prev.target == st.target and prev.keys == st.keys and prev.op == "+="
-                        and type(prev.rhs) is type(st.rhs) and _group(prev) == _group(st)
+                        and isinstance(st.rhs, AggSum) and isinstance(prev.rhs, AggSum)
+                        and prev.rhs.group == st.rhs.group
                         and st.target not in _maps_read(prev.rhs)):
-                    body = mk_sum([_body(prev), _body(st)])
-                    rhs = AggSum(st.rhs.group, body) if isinstance(st.rhs, AggSum) else body
+                    g = st.rhs.group
+                    rhs = AggSum(g, mk_sum([AggSum(g, _body(prev)), AggSum(g, _body(st))]))
                     out[i] = Statement(st.target, st.keys, "+=", rhs)
                     merged = True
                     break
@@ -214,10 +230,6 @@ def merge_statements(stmts) -> list:
         if not merged:
             out.append(st)
     return out
-
-
-def _group(st: Statement):
-    return st.rhs.group if isinstance(st.rhs, AggSum) else None
 
 
 def batch_delta(program: M3Program) -> M3Program:
