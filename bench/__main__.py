@@ -62,6 +62,13 @@ def parser() -> argparse.ArgumentParser:
                          "(default 1800 s per backend), --out")
     ap.add_argument("--soak-window", type=int, default=100_000, help="active rows of the soak stream")
     ap.add_argument("--soak-batch", type=int, default=10_000, help="updates per batch of the soak stream")
+    ap.add_argument("--paper", choices=["vldbj-fig8", "hotdog-fig7"],
+                    help="a paper's table with its published numbers beside toaster's (bench/paper.py): "
+                         "vldbj-fig8 = strategies rep/ivm/hoivm/naive in tuple mode; hotdog-fig7 = batch-size "
+                         "sweep 1..100,000; flags given explicitly override its settings")
+    ap.add_argument("--end-to-end", action="store_true",
+                    help="toaster llvm --run on TPC-H CSV files vs DuckDB reading the same files and computing "
+                         "the answer once (bench/end_to_end.py; --scale, default 0.1, and --queries apply)")
     return ap
 
 
@@ -85,6 +92,11 @@ def config_from_args(args) -> BenchConfig:
         v = getattr(args, name)
         if v is not None:
             setattr(cfg, name, v)
+    if args.paper:
+        from bench.paper import configure
+        explicit = {n for n in ("queries", "backends", "strategies", "batch_sizes", "mode")
+                    if getattr(args, n) is not None}
+        configure(args.paper, cfg, explicit)
     if cfg.queries == ["all"]:
         cfg.queries = available_queries()
     if args.spark and "spark" not in cfg.backends:
@@ -102,6 +114,9 @@ def main(argv=None) -> int:
     from bench.report import full_report, markdown_table, plot_rates, plot_sweep, write_csv
     from toaster.errors import ToasterError
     os.makedirs(cfg.out, exist_ok=True)
+    if args.end_to_end:
+        from bench.end_to_end import run_end_to_end
+        return run_end_to_end(args, cfg)
     t0 = time.perf_counter()
     try:
         results, info = run_benchmark(cfg, log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -119,6 +134,9 @@ def main(argv=None) -> int:
         sweep = plot_sweep(results, os.path.join(cfg.out, "sweep.png"))
         paths += [sweep] if sweep else []
         print("plots: " + ", ".join(paths))
+    if args.paper:
+        from bench.paper import write_paper
+        print("paper table: " + ", ".join(write_paper(args.paper, results, cfg.out, args.plot)))
     wrong = [r for r in results if r.status == "WRONG"]
     print(f"{len(results)} runs in {time.perf_counter() - t0:.0f} s; results in {cfg.out}/results.csv, "
           f"{cfg.out}/results.md" + (f"; {len(wrong)} WRONG" if wrong else ""))

@@ -86,6 +86,7 @@ class RunResult:
     stream_events: int = 0             # events in this query's stream
     compile_s: float | None = None
     maint_s: float | None = None
+    native_s: float | None = None      # of maint_s, time inside the native trigger code (llvm only)
     rate: float | None = None          # events per second of maintenance (None unless OK)
     peak_mb: float | None = None
     duckdb_rate: float | None = None
@@ -96,9 +97,18 @@ class RunResult:
     def fraction(self) -> float:
         return self.events / self.stream_events if self.stream_events else 1.0
 
+    @property
+    def python_share(self) -> float | None:
+        """Share of maintenance time spent in Python (apply time minus native time)."""
+        if self.native_s is None or not self.maint_s:
+            return None
+        return max(0.0, self.maint_s - self.native_s) / self.maint_s
+
     def row(self) -> dict:
         d = asdict(self)
         d["fraction"] = round(self.fraction, 4)
+        share = self.python_share
+        d["python_share"] = None if share is None else round(share, 4)
         return d
 
 
@@ -337,9 +347,12 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
         engine = comp.engine(backend)
     held["engine"] = engine
     res.compile_s = time.perf_counter() - t0
+    native = _time_native_calls(engine)
     queries = list(comp.queries)
     for b in tables:
         engine.apply(b)
+    if native is not None:
+        native[0] = 0.0          # table loads are untimed
     bar = held["bar"] = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}",
                                   progress)
     res.maint_s = 0.0
@@ -358,7 +371,32 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
         if time.perf_counter() - start > time_limit:
             break
     res.peak_mb = peak_memory_mb(mem0)
+    if native is not None:
+        res.native_s = native[0]
     return engine.results(), queries
+
+
+def _time_native_calls(engine) -> list | None:
+    """Wrap the llvm engine's per-relation native entry points (its `_process` table) with a
+    timer; returns the one-element list the seconds accumulate in (None for other engines).
+    The caller zeroes it after loading tables, so only stream batches count."""
+    table = getattr(engine, "_process", None)
+    if not isinstance(table, dict):
+        return None
+    acc = [0.0]
+
+    def timed(fn):
+        def call(*args):
+            t = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                acc[0] += time.perf_counter() - t
+        return call
+
+    for rel, fn in list(table.items()):
+        table[rel] = timed(fn)
+    return acc
 
 
 def concat_batches(groups: list) -> list[Batch]:
@@ -513,4 +551,5 @@ def describe(r: RunResult) -> str:
     rate = f"{r.rate:,.0f} ev/s" if r.rate else "-"
     comp = f" compile {r.compile_s:.2f}s" if r.compile_s is not None else ""
     mem = f" peak {r.peak_mb:.1f}MB" if r.peak_mb is not None else ""
-    return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}"
+    py = f" python {100 * r.python_share:.0f}%" if r.python_share is not None else ""
+    return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}{py}"

@@ -86,6 +86,20 @@ def cost_table(results: list[RunResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def python_share_table(results: list[RunResult]) -> str:
+    """Per query x backend x batch size: the share of maintenance time spent in Python
+    (apply time minus native time); llvm runs only (the other engines are Python throughout)."""
+    rows = [r for r in results if r.python_share is not None and r.status == "OK"]
+    if not rows:
+        return ""
+    lines = ["| query | backend | strategy | batch size | maintenance (s) | native (s) | Python share |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.query} | {r.backend} | {r.strategy} | {r.batch_size} | {r.maint_s:.3f} | "
+                     f"{r.native_s:.3f} | {100 * r.python_share:.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
 def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
     out = ["# toaster benchmark", ""]
     if command:
@@ -97,7 +111,8 @@ def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
     out += ["", "Rates in events per second of maintenance (batch 1 = single-tuple triggers = view "
             "refreshes/s); (×r) = ratio to DuckDB re-evaluating the query after every batch of the same "
             "stream; [p%] = share of the stream processed within the time limit; **WRONG** = final views "
-            "differ from DuckDB.", "", markdown_table(results), "", cost_table(results)]
+            "differ from DuckDB.", "", markdown_table(results), "", cost_table(results), "",
+            python_share_table(results)]
     problems = [r for r in results if r.status not in ("OK", "SKIPPED")]
     if problems:
         out += ["", "Notes:"]

@@ -201,14 +201,15 @@ def test_a_failing_batch_that_clears_a_view_map_restores_it(mode):
     native.close()
 
 
-def test_load_adds_entries():
+def test_load_replaces_a_maps_contents():
     comp = compile_sql(GROUPED_SQL)
     engine = comp.engine("llvm")
     name = comp.queries[0].value_maps[0]
-    engine.load_map(name, np.array([[1], [2], [1]]), np.array([5, 6, 7]))
-    assert engine.read_map(name) == {(1,): 12, (2,): 6}
+    engine.insert("R", (3, 9))
+    engine.load_map(name, np.array([[1], [2]]), np.array([5, 6]))
+    assert engine.read_map(name) == {(1,): 5, (2,): 6}     # what the map held before is gone
     engine.insert("R", (2, 4))
-    assert engine.read_map(name) == {(1,): 12, (2,): 10}
+    assert engine.read_map(name) == {(1,): 5, (2,): 10}
     engine.close()
 
 

@@ -1,0 +1,107 @@
+"""`python -m bench --end-to-end`: toaster against DuckDB from the same CSV files to the answer.
+
+For each TPC-H query (default Q1, Q3, Q6, Q17) at --scale (default 0.1): dbgen's tables are
+written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as tables), then
+  toaster: `python -m toaster.pipeline Q.sql --backend llvm --run` in a fresh process (compile,
+           read every file, keep the view fresh after every tuple, print the answer), wall time;
+  DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
+and the table gives both and their ratio (the issue's target: toaster <= 2x DuckDB).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from bench.harness import find_query
+from bench.tpch import STREAMS, TABLES, TPCH_SCHEMA, _read_tbl, generate_tables
+
+E2E_QUERIES = ["tpch_q1", "tpch_q3", "tpch_q6", "tpch_q17"]
+_DUCK_TYPES = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE", "string": "VARCHAR"}
+
+
+def write_csv_tables(tbl_dir: str, csv_dir: str) -> str:
+    """dbgen's .tbl files without their trailing '|' (cached); returns the schema SQL over them."""
+    os.makedirs(csv_dir, exist_ok=True)
+    for r in STREAMS + TABLES:
+        path = os.path.join(csv_dir, r.lower() + ".csv")
+        if not os.path.exists(path):
+            lines = _read_tbl(os.path.join(tbl_dir, r.lower() + ".tbl"))
+            with open(path + ".part", "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + ("\n" if lines else ""))
+            os.replace(path + ".part", path)
+    out = []
+    for r in STREAMS + TABLES:
+        kind = "STREAM" if r in STREAMS else "TABLE"
+        path = os.path.abspath(os.path.join(csv_dir, r.lower() + ".csv"))
+        out.append(f"CREATE {kind} {r}({TPCH_SCHEMA[r]})\n  FROM FILE '{path}' LINE DELIMITED "
+                   f"CSV (delimiter := '|');")
+    return "\n".join(out) + "\n"
+
+
+def _columns(rel: str) -> dict:
+    cols = {}
+    for part in TPCH_SCHEMA[rel].split(","):
+        name, typ = part.split()
+        cols[name] = _DUCK_TYPES[typ.lower()]
+    return cols
+
+
+def duckdb_once(csv_dir: str, oracle_sql, relations) -> float:
+    """Seconds for DuckDB to read the relations' CSV files and compute every query once."""
+    import duckdb
+    t0 = time.perf_counter()
+    con = duckdb.connect()
+    con.execute("SET threads TO 1")
+    for r in relations:
+        path = os.path.join(csv_dir, r.lower() + ".csv")
+        con.execute(f"CREATE TABLE {r} AS SELECT * FROM read_csv(?, delim='|', header=false, "
+                    f"columns={_columns(r)!r})", [path])
+    for q in oracle_sql:
+        con.execute(q).fetchall()
+    con.close()
+    return time.perf_counter() - t0
+
+
+def run_end_to_end(args, cfg) -> int:
+    from toaster.pipeline import compile_sql
+    scale = args.scale if args.scale is not None else 0.1
+    queries = args.queries or E2E_QUERIES
+    base = os.path.abspath(cfg.data_dir or os.path.join(cfg.out, "data"))
+    tbl_dir = generate_tables(os.path.join(base, f"tbl-sf{scale:g}"), scale)
+    csv_dir = os.path.join(base, f"e2e-csv-sf{scale:g}")
+    schema = write_csv_tables(tbl_dir, csv_dir)
+    rows = []
+    for name in queries:
+        q = find_query(name)
+        if q.dataset != "tpch":
+            continue
+        text = schema + "\n" + q.text
+        path = os.path.join(cfg.out, f"e2e-{q.name}.sql")
+        with open(path, "w") as f:
+            f.write(text)
+        comp = compile_sql(text)
+        used = sorted(r.name for r in comp.m3.relations
+                      if any(t.event.relation == r.name for t in comp.m3.triggers) or r.kind == "table")
+        t0 = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run",
+                              "--output", "csv"], capture_output=True, text=True)
+        toaster_s = time.perf_counter() - t0
+        if run.returncode != 0:
+            rows.append((q.name, None, None, run.stderr.strip().splitlines()[-1][:120] if run.stderr else "failed"))
+            continue
+        duck_s = duckdb_once(csv_dir, comp.oracle_sql, used)
+        rows.append((q.name, toaster_s, duck_s, ""))
+    lines = [f"End to end, TPC-H SF {scale:g} CSV (insert-only), wall seconds including compile and reading "
+             "the files; DuckDB single-threaded.", "",
+             "| query | toaster llvm --run (s) | DuckDB once (s) | ratio | note |", "|---|---|---|---|---|"]
+    for name, ts, ds, note in rows:
+        ratio = f"{ts / ds:.1f}x" if ts and ds else "-"
+        lines.append(f"| {name} | {'-' if ts is None else f'{ts:.2f}'} | {'-' if ds is None else f'{ds:.2f}'} | "
+                     f"{ratio} | {note} |")
+    report = "\n".join(lines) + "\n"
+    with open(os.path.join(cfg.out, "end-to-end.md"), "w") as f:
+        f.write(report)
+    print(report)
+    return 0 if all(r[1] is not None for r in rows) else 1
