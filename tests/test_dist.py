@@ -282,7 +282,7 @@ class _Sim:
 def simulated_program(sql: str, partitions: int = 3, partitioning=None):
     comp = compile_sql(sql, mode="batch")
     opts = Options(mode="batch")
-    dist = m3_to_dist(comp.m3, partitioning or {})
+    dist = m3_to_dist(comp.stage("m3", "distributed"), partitioning or {})
     prog = dist_to_spark(dist_fuse(dist_blocks(dist_simplify(dist, opts), opts), opts), opts)
     mod = load_program_module(prog.source)
     cls = type("SimProgram", (_Sim, mod.Program), {})
@@ -293,15 +293,16 @@ def simulated_program(sql: str, partitions: int = 3, partitioning=None):
 
 def _check_stream(sql, partitions, partitioning, seed):
     comp, sim = simulated_program(sql, partitions, partitioning)
-    ref = InterpEngine(comp.m3)
-    batches = random_stream(comp.m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True)
+    m3 = comp.stage("m3", "distributed")      # the program the distributed branch tags
+    ref = InterpEngine(m3)
+    batches = random_stream(m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True)
     for batch in batches:
         ref.apply(batch)
         delta = {}
         for s, row in batch.rows():
             delta[row] = delta.get(row, 0) + s
         sim.apply_delta(batch.relation, {k: v for k, v in delta.items() if v != 0})
-        for m in comp.m3.maps:
+        for m in m3.maps:
             assert sim.read_map(m.name) == ref.read_map(m.name), m.name
 
 
@@ -312,6 +313,6 @@ def test_simulated_cluster_matches_interp(sql, partitions):
 
 
 def test_simulated_cluster_with_every_map_local_and_with_other_partitionings():
-    m3 = compile_sql(JOIN3, mode="batch").m3
+    m3 = compile_sql(JOIN3, mode="batch").stage("m3", "distributed")
     _check_stream(JOIN3, 2, {m.name: "local" for m in m3.maps}, seed=5)
     _check_stream(JOIN3, 3, {m.name: [len(m.keys) - 1] for m in m3.maps if m.keys}, seed=6)

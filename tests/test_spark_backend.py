@@ -20,7 +20,8 @@ from test_dist import GROUP_SUM, JOIN3, SELF_JOIN  # the same three queries as t
 def _run(sql, spark, *, n_batches, seed, **engine_kw):
     comp = compile_sql(sql, mode="batch")
     engine = SparkEngine(comp.stage("spark"), spark=spark, **engine_kw)
-    ref = InterpEngine(comp.m3)
+    m3 = comp.stage("m3", "distributed")       # the batch program the distributed branch runs
+    ref = InterpEngine(m3)
     oracle = Oracle(comp.m3.relations)
     batches = random_stream(comp.m3.relations, seed=seed, n_batches=n_batches, max_batch=8,
                             min_batch=4, deletes=True)
@@ -31,7 +32,7 @@ def _run(sql, spark, *, n_batches, seed, **engine_kw):
             engine.apply(batch)
             ref.apply(batch)
             oracle.apply(batch)
-            for m in comp.m3.maps:
+            for m in m3.maps:
                 got = engine.read_map(m.name)
                 assert got == ref.read_map(m.name), m.name
                 nonzero += bool(got)
@@ -57,8 +58,9 @@ def test_state_survives_checkpoints_and_other_partition_counts(spark):
 
 def test_engine_from_m3_with_partitioning_override_and_program_file(spark, tmp_path):
     comp = compile_sql(GROUP_SUM, mode="batch")
-    engine = SparkEngine(comp.m3, spark=spark, partitioning={m.name: "local" for m in comp.m3.maps})
-    ref = InterpEngine(comp.m3)
+    m3 = comp.stage("m3", "distributed")
+    engine = SparkEngine(m3, spark=spark, partitioning={m.name: "local" for m in m3.maps})
+    ref = InterpEngine(m3)
     try:
         b = Batch.from_rows("R", engine.relations["R"].types, [(3, 1), (4, 1), (5, 2), (1, 2)], [1, 1, 1, 1])
         d = Batch.from_rows("R", engine.relations["R"].types, [(4, 1), (9, 9)], [-1, 1])

@@ -53,7 +53,7 @@ def test_long_run_plans_bounded_one_job_per_batch_equal_to_duckdb(spark, tmp_pat
         assert last_shape == first_shape            # batch 200's plan is batch 1's
         assert nonzero > 50
         assert list((tmp_path / "ckpt").rglob("snap-*")), "snapshots are written under checkpoint_dir"
-        for m in comp.m3.maps:                       # every view, read back from the executors
+        for m in comp.stage("m3", "distributed").maps:   # every view, read back from the executors
             engine.read_map(m.name)
     finally:
         engine.close()

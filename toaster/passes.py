@@ -140,6 +140,13 @@ def _convert(tp, text: str, where: str):
 # ------------------------------------------------------------------------ registry
 
 REGISTRY: dict[str, type[Pass]] = {}
+# stage -> verify(ir), run by the pass manager after every pass that gives the stage: an ill-formed
+# program is reported against the pass that produced it, not the one that later trips over it
+VERIFIERS: dict[str, Callable] = {}
+
+
+def register_verifier(stage: str, verify: Callable) -> None:
+    VERIFIERS[stage] = verify
 
 
 def register(cls: type[Pass] | None = None, *, replace: bool = False):
@@ -310,6 +317,13 @@ class PassManager:
             except Exception as e:
                 raise InternalError(p.name, p.gives, self.options.source_file, e) from e
             seconds = time.perf_counter() - t0
+            verify = VERIFIERS.get(p.gives)
+            if verify is not None and out is not None:
+                try:
+                    verify(out)
+                except Exception as e:
+                    raise InternalError(p.name, p.gives, self.options.source_file, e,
+                                        during="verifying its output") from e
             if out is None:
                 raise InternalError(p.name, p.gives, self.options.source_file,
                                     RuntimeError("the pass returned None instead of an IR"))

@@ -27,5 +27,5 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK-NOT: (0 +
--- CHECK: (M[b])
+-- CHECK: singleton (M[b],)
 -- CHECK-NOT: (0 +

@@ -30,5 +30,4 @@ ON + S(b:int, c:int) {
 -- CHECK-NOT: let _v
 -- CHECK: if (a < b)
 -- CHECK-NEXT: then
--- CHECK-NEXT: singleton
--- CHECK-NEXT: (((a + b) * 1))
+-- CHECK-NEXT: singleton (((a + b) * 1),)

@@ -29,7 +29,6 @@ ON + S(b:int, c:int) {
 -- CHECK-NOT: filter
 -- CHECK: if (a < b)
 -- CHECK-NEXT: then
--- CHECK-NEXT: singleton
--- CHECK-NEXT: (1)
+-- CHECK-NEXT: singleton (1,)
 -- CHECK-NEXT: else
 -- CHECK-NEXT: empty {<int>}

@@ -28,6 +28,6 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK: over
 -- CHECK-NEXT: flatten
--- CHECK-NEXT: map \(_v1) ->
+-- CHECK-NEXT: map \(_v1:int) ->
 -- CHECK-NEXT: flatten
--- CHECK-NEXT: map \(_v3) ->
+-- CHECK-NEXT: map \(_v3:int) ->

@@ -27,6 +27,6 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK: over
--- CHECK-NEXT: let _v3 = (a + b)
+-- CHECK-NEXT: let _v3:int = (a + b)
 -- CHECK-NEXT: in
 -- CHECK-NEXT: flatten

@@ -27,11 +27,10 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK: flatten
--- CHECK-NEXT: map \(_v1) ->
+-- CHECK-NEXT: map \(_v1:int) ->
 -- CHECK-NEXT: flatten
--- CHECK-NEXT: map \(_v3) ->
--- CHECK: map \(_v2) -> ((_v1 * _v2))
--- CHECK: (b)
+-- CHECK-NEXT: map \(_v3:int) ->
+-- CHECK: map \(_v2:int) -> ((_v1 * _v2),)
+-- CHECK: singleton (b,)
 -- CHECK-NEXT: over
--- CHECK-NEXT: singleton
--- CHECK-NEXT: (a)
+-- CHECK-NEXT: singleton (a,)

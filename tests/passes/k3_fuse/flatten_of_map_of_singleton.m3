@@ -29,4 +29,4 @@ ON + S(b:int, c:int) {
 -- CHECK-NOT: flatten
 -- CHECK: Q[C] += _v5
 -- CHECK-NEXT: over
--- CHECK-NEXT: map \(C, _v3) -> (C, (_v3 * a))
+-- CHECK-NEXT: map \(C:int, _v3:int) -> (C, (_v3 * a))

@@ -28,6 +28,5 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK: Q[] += _v3
 -- CHECK-NEXT: over
--- CHECK-NEXT: singleton
--- CHECK-NEXT: ((a * M[b]))
+-- CHECK-NEXT: singleton ((a * M[b]),)
 -- CHECK-NOT: flatten

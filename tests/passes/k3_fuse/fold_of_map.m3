@@ -26,6 +26,6 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK: aggregate init 0 \(_acc3, _k1, C, _v2) -> (_acc3 + _v2)
+-- CHECK: aggregate init 0 \(_acc3:int, _k1:int, C:int, _v2:int) -> (_acc3 + _v2)
 -- CHECK-NEXT: over
 -- CHECK-NEXT: slice M2[b, *]

@@ -27,4 +27,4 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK-NOT: aggregate
--- CHECK: ((0 + M[b]))
+-- CHECK: singleton ((0 + M[b]),)

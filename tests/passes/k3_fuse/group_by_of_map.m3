@@ -26,7 +26,7 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK: group_by \(_k1, C, _v2) -> (C)
--- CHECK-NEXT: aggregate init 0 \(_acc4, _k1, C, _v2) -> (_acc4 + _v2)
+-- CHECK: group_by \(_k1:int, C:int, _v2:int) -> (C,)
+-- CHECK-NEXT: aggregate init 0 \(_acc4:int, _k1:int, C:int, _v2:int) -> (_acc4 + _v2)
 -- CHECK-NEXT: over
 -- CHECK-NEXT: slice M2[b, *]

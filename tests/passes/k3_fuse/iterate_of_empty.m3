@@ -28,8 +28,8 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK-NEXT: if (a < b)
 -- CHECK-NEXT: then
--- CHECK-NEXT: iterate \(_v2) ->
+-- CHECK-NEXT: iterate \(_v2:int) ->
 -- CHECK-NEXT: Q[] += _v2
--- CHECK: (1)
+-- CHECK: singleton (1,)
 -- CHECK-NOT: else
 -- CHECK: }

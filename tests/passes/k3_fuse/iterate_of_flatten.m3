@@ -26,8 +26,8 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK-NEXT: iterate \(_v1) ->
--- CHECK-NEXT: iterate \(_v3) ->
+-- CHECK-NEXT: iterate \(_v1:int) ->
+-- CHECK-NEXT: iterate \(_v3:int) ->
 -- CHECK-NEXT: Q[] += _v3
 -- CHECK-NOT: flatten
 -- CHECK: }

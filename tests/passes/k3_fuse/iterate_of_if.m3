@@ -28,6 +28,6 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK-NEXT: if (a < b)
 -- CHECK-NEXT: then
--- CHECK-NEXT: iterate \(_v2) ->
+-- CHECK-NEXT: iterate \(_v2:int) ->
 -- CHECK: else
--- CHECK-NEXT: iterate \(_v2) ->
+-- CHECK-NEXT: iterate \(_v2:int) ->

@@ -26,7 +26,7 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK-NEXT: let _v3 = (a + b)
+-- CHECK-NEXT: let _v3:int = (a + b)
 -- CHECK-NEXT: in
--- CHECK-NEXT: iterate \(C, _v5) ->
+-- CHECK-NEXT: iterate \(C:int, _v5:int) ->
 -- CHECK-NEXT: Q[C] += _v5

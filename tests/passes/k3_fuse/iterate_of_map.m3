@@ -26,7 +26,7 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK-NEXT: iterate \(_k1, C, _v2) ->
+-- CHECK-NEXT: iterate \(_k1:int, C:int, _v2:int) ->
 -- CHECK-NEXT: Q[C] += _v2
 -- CHECK-NEXT: over
 -- CHECK-NEXT: slice M2[b, *]

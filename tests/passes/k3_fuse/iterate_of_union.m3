@@ -27,8 +27,8 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK-NEXT: {
--- CHECK-NEXT: iterate \(_v3) ->
+-- CHECK-NEXT: iterate \(_v3:int) ->
 -- CHECK-NOT: union
--- CHECK: (a)
--- CHECK: iterate \(_v3) ->
--- CHECK: (M[b])
+-- CHECK: singleton (a,)
+-- CHECK: iterate \(_v3:int) ->
+-- CHECK: singleton (M[b],)

@@ -27,7 +27,7 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK: if (a < b)
--- CHECK: (1)
+-- CHECK: singleton (1,)
 -- CHECK-NEXT: else
 -- CHECK-NEXT: empty {{<int>}}
 -- CHECK-NEXT: }

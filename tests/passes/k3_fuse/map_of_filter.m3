@@ -28,10 +28,9 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK-NOT: filter
 -- CHECK: flatten
--- CHECK-NEXT: map \(_v3) ->
+-- CHECK-NEXT: map \(_v3:int) ->
 -- CHECK-NEXT: if (_v3 = a)
 -- CHECK-NEXT: then
--- CHECK-NEXT: singleton
--- CHECK-NEXT: (1)
+-- CHECK-NEXT: singleton (1,)
 -- CHECK-NEXT: else
 -- CHECK-NEXT: empty {<int>}

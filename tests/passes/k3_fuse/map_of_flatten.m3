@@ -28,5 +28,5 @@ ON + S(b:int, c:int) {
 -- CHECK: trigger on_insert_R
 -- CHECK: union
 -- CHECK-NEXT: flatten
--- CHECK-NEXT: map \(_v1) ->
--- CHECK-NEXT: map \(_v3) -> (_v3)
+-- CHECK-NEXT: map \(_v1:int) ->
+-- CHECK-NEXT: map \(_v3:int) -> (_v3,)

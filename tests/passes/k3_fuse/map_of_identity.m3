@@ -27,7 +27,7 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK: union
--- CHECK-NEXT: map \(_k1, C, _v2) -> (C, _v2)
+-- CHECK-NEXT: map \(_k1:int, C:int, _v2:int) -> (C, _v2)
 -- CHECK-NEXT: over
 -- CHECK-NEXT: slice M2[b, *]
 -- CHECK-NEXT: slice M3[*]

@@ -29,6 +29,6 @@ ON + S(b:int, c:int) {
 -- CHECK: flatten
 -- CHECK-NEXT: if (a < b)
 -- CHECK-NEXT: then
--- CHECK-NEXT: map \(_v2) ->
+-- CHECK-NEXT: map \(_v2:int) ->
 -- CHECK: else
--- CHECK-NEXT: map \(_v2) ->
+-- CHECK-NEXT: map \(_v2:int) ->

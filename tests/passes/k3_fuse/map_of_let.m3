@@ -27,6 +27,6 @@ ON + S(b:int, c:int) {
 
 -- CHECK: trigger on_insert_R
 -- CHECK: union
--- CHECK-NEXT: let _v3 = (a + b)
+-- CHECK-NEXT: let _v3:int = (a + b)
 -- CHECK-NEXT: in
--- CHECK-NEXT: map \(C, _v6) -> (C, _v6)
+-- CHECK-NEXT: map \(C:int, _v6:int) -> (C, _v6)

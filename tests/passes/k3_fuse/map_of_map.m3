@@ -26,8 +26,8 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK: map \(_k1, C, _v2) ->
--- CHECK-NEXT: map \(_v4) -> (C, (_v2 * _v4))
--- CHECK: (a)
+-- CHECK: map \(_k1:int, C:int, _v2:int) ->
+-- CHECK-NEXT: map \(_v4:int) -> (C, (_v2 * _v4))
+-- CHECK: singleton (a,)
 -- CHECK-NEXT: over
 -- CHECK-NEXT: slice M2[b, *]

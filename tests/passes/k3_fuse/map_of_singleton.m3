@@ -30,6 +30,5 @@ ON + S(b:int, c:int) {
 -- CHECK-NEXT: over
 -- CHECK-NEXT: flatten
 -- CHECK-NEXT: singleton
--- CHECK-NEXT: singleton
--- CHECK-NEXT: ((a * M[b]))
+-- CHECK-NEXT: singleton ((a * M[b]),)
 -- CHECK-NOT: map \(

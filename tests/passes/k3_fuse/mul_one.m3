@@ -26,6 +26,5 @@ ON + S(b:int, c:int) {
 }
 
 -- CHECK: trigger on_insert_R
--- CHECK: singleton
--- CHECK-NEXT: (a)
+-- CHECK: singleton (a,)
 -- CHECK-NOT: * 1
