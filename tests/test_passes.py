@@ -228,15 +228,20 @@ def test_print_after_and_time_passes():
 
 # -------------------------------------------------- starting from a later stage
 
-def test_a_compilation_can_start_from_an_m3_file(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("stage, backends", [("m3", ("interp", "llvm")), ("k3", ("k3", "llvm")),
+                                             ("imp", ("imp", "llvm"))])
+def test_a_compilation_can_start_from_a_printed_program(tmp_path, capsys, monkeypatch, stage, backends):
     from toaster.cli import main
     monkeypatch.chdir(ROOT)
-    m3_file = tmp_path / "rst.m3"
-    m3_file.write_text(print_m3(compile_sql(Path(EXAMPLE).read_text()).m3))
+    program = tmp_path / f"rst.{stage}"
+    program.write_text(print_stage(stage, compile_sql(Path(EXAMPLE).read_text()).stage(stage)))
     assert main([EXAMPLE, "--run", "--backend", "llvm", "--output", "json"]) == 0
     from_sql = capsys.readouterr().out
-    assert main([str(m3_file), "--run", "--backend", "llvm", "--output", "json"]) == 0
-    assert capsys.readouterr().out == from_sql
+    for backend in backends:
+        assert main([str(program), "--run", "--backend", backend, "--output", "json"]) == 0
+        assert capsys.readouterr().out == from_sql
+    assert main([str(program), "--run", "--backend", "calc"]) == 2      # calc comes before any of them
+    assert f"starts at stage {stage}" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------ the plan view

@@ -218,6 +218,10 @@ class Compilation:
         pm, store = self.managers[branch], self.stores[branch]
         last = pm.last_producer(name)
         if last is None and name not in store:
+            if name in ALL_STAGES and self.start in ALL_STAGES and \
+                    ALL_STAGES.index(name) < ALL_STAGES.index(self.start):
+                raise UsageError(f"this compilation starts at stage {self.start}, after stage {name}: "
+                                 f"use a backend that runs stage {self.start} or a later one")
             raise UsageError(f"no pass of the {branch} pipeline produces stage {name!r}")
         if last is not None:
             pm.run(store, last)

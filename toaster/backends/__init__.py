@@ -51,6 +51,11 @@ def _calc(calc, **kw):
     return CalcEngine(calc, **kw)
 
 
+def _k3(k3, **kw):
+    from toaster.k3.interpreter import K3Engine
+    return K3Engine(k3, **kw)
+
+
 def _imp(imp, **kw):
     from toaster.imperative.interpreter import ImpEngine
     return ImpEngine(imp, **kw)
@@ -69,6 +74,7 @@ def _spark(spark_program, **kw):
 register_backend(Backend("interp", "m3", _interp, description="M3 interpreter (the reference)"))
 register_backend(Backend("calc", "calc", _calc,
                          description="re-evaluates the calculus definitions after each batch (no IVM)"))
+register_backend(Backend("k3", "k3", _k3, description="interpreter of the K3 program (debugging)"))
 register_backend(Backend("imp", "imp", _imp, description="interpreter of the imperative IR (debugging)"))
 register_backend(Backend("llvm", "llvm", _llvm, description="native code JIT-compiled through LLVM"))
 register_backend(Backend("spark", "spark", _spark, branch="distributed", default_mode="batch",
