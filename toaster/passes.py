@@ -321,6 +321,8 @@ class PassManager:
             if verify is not None and out is not None:
                 try:
                     verify(out)
+                except ToasterError:
+                    raise          # a construct the stage refuses by name: the user's to know
                 except Exception as e:
                     raise InternalError(p.name, p.gives, self.options.source_file, e,
                                         during="verifying its output") from e
