@@ -215,7 +215,9 @@ class Engine(ABC):
     def _map_state(self, layouts, with_tables: bool):
         """The CheckpointState of an engine whose state is its maps (`layouts`)."""
         from toaster.checkpoint import CheckpointState, describe_program
-        layouts = tuple(layouts)
+        from toaster.m3.batch_delta import is_delta_map_name
+        # a batch-mode program's pre-aggregated delta maps are refilled by every batch: not state
+        layouts = tuple(t for t in layouts if not is_delta_map_name(t.name, self.relations))
         tables = {t.name: self.read_map(t.name) for t in layouts} if with_tables else {}
         return CheckpointState(self.backend, "maps", describe_program(self.relations.values(), self.queries, layouts),
                                layouts, tables, self._streamed)

@@ -34,6 +34,16 @@ def delta_map_prefix(relation: str) -> str:
     return f"DELTA_{relation}_"
 
 
+def is_delta_map_name(name: str, relations) -> bool:
+    """Whether `name` is one of this pass's per-batch maps (DELTA_<R>_<k> for a relation R):
+    scratch state, refilled by every batch, that checkpoints need not keep."""
+    for r in relations:
+        prefix = delta_map_prefix(r)
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return True
+    return False
+
+
 def is_delta_map(decl: MapDecl) -> bool:
     """A map this pass made: its definition reads a batch's delta relation."""
     return _reads_delta(decl.definition)
