@@ -7,6 +7,7 @@ This evaluator is the specification that every lower stage and backend must agre
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from dataclasses import dataclass, field
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
@@ -172,6 +173,7 @@ def _group(q, db, env, outs) -> dict:
     return {k: v for k, v in acc.items() if v != 0}
 
 
+@deep("the calculus expression (calc evaluator)")
 def evaluate(e, db: Database, env: dict | None = None, out_vars=None) -> dict:
     """Evaluate e; result {tuple of out_vars values: value} (nonzero entries only).
     out_vars defaults to e's output variables sorted by name."""

@@ -19,6 +19,7 @@ at any depth, is normalized (see the lead's contract in the ResolvedQuery docstr
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 from toaster.errors import SemanticError, UnsupportedError
@@ -542,6 +543,7 @@ def _check_grouped(e, group_by: tuple, local: set) -> None:
 
 # ---------------------------------------------------------------------- results
 
+@deep("the SQL query (resolve_sql)")
 def resolve_program(prog: A.SqlProgram) -> tuple:
     """Resolve every statement of the program; returns tuple[ResolvedQuery]."""
     r = _Resolver(prog)

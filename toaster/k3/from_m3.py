@@ -17,6 +17,7 @@ A statement `m[keys] += rhs` becomes `iterate(\\(outs, v). m[keys] += v, C)`.
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from toaster.calculus import ir as c
 from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
@@ -302,6 +303,7 @@ def _value_type(coll):
     return t.elem.elems[-1]
 
 
+@deep("the M3 program (m3_to_k3)")
 def lower_m3(program: M3Program) -> K3Program:
     return _Lowering(program).program_()
 
