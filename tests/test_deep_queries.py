@@ -107,3 +107,36 @@ def test_wide_or_spark_source_compiles():
     with _Budget(150, "5,000-way OR: spark stage"):            # measured ~4-13 s
         program = comp.stage("spark", "distributed")
     compile(program.source, "<generated spark>", "exec")
+
+
+def test_pygen_flattening_keeps_the_meaning(monkeypatch):
+    """The generated PySpark code's deep blocks become local functions: the same function
+    flattened at a low limit computes the same result (no Spark needed)."""
+    import ast
+    import itertools
+    from toaster.backends.spark import pygen
+    src = ("def f(m_X):\n"
+           "    acc = 0\n"
+           "    for a in range(3):\n"
+           "        b_acc = 0\n"
+           "        for b in range(4):\n"
+           "            if (a + b) % 2 == 0:\n"
+           "                for c in range(2):\n"
+           "                    b_acc = b_acc + a * b + c\n"
+           "                    m_X[(a, c)] = m_X.get((a, c), 0) + 1\n"
+           "        acc = acc + b_acc\n"
+           "    return acc\n")
+    expected_maps: dict = {}
+    ns: dict = {}
+    exec(compile(src, "<plain>", "exec"), ns)
+    expected = ns["f"](expected_maps)
+    for limit in (1, 2, 3):
+        monkeypatch.setattr(pygen, "_MAX_NESTED_BLOCKS", limit)
+        tree = ast.parse(src)
+        pygen._flatten_nesting(tree.body[0], itertools.count(1))
+        flat = ast.unparse(ast.fix_missing_locations(tree))
+        assert "_nested_block" in flat
+        maps: dict = {}
+        ns = {}
+        exec(compile(flat, "<flat>", "exec"), ns)
+        assert (ns["f"](maps), maps) == (expected, expected_maps), flat
