@@ -335,7 +335,10 @@ def hoist_uncorrelated(rhs, bound: set):
             if isinstance(q, c.Value):
                 continue                      # a lifted scalar term costs nothing to keep
             ins, outs = c.schema(q, avail)
-            if not outs and ins <= avail:
+            # q must not read a variable bound around it (a correlation the schema of q alone
+            # cannot see): every variable q shares with the rest of rhs is bound already
+            rest = c.all_vars(_replace_lift(rhs, x))
+            if not outs and ins <= avail and (c.all_vars(q) & rest) <= avail:
                 pick = (x, q)
                 break
         if pick is None:
