@@ -7,10 +7,13 @@ This evaluator is the specification that every lower stage and backend must agre
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
+from toaster.recursion import deep
+
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
-                                 Sum, Value, Var, schema)
+                                 Sum, Value, Var, all_vars, schema)
 from toaster.functions import COMPARISONS, call, cast, divide
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
@@ -113,7 +116,7 @@ def _ev(e, db: Database, env: dict):
                 yield {x: val}, 1
         case Lift(x, q):
             _, outs = schema(q, set(env))
-            groups = _group(q, db, env, tuple(sorted(outs, key=lambda v: v.name)))
+            groups = _group_memo(q, db, env, tuple(sorted(outs, key=lambda v: v.name)))
             if not outs and not groups:
                 groups = {(): 0}
             names = tuple(sorted(outs, key=lambda v: v.name))
@@ -135,7 +138,7 @@ def _ev(e, db: Database, env: dict):
             yield from _prod(fs, 0, db, env, {}, 1)
         case AggSum(gs, q):
             outs = tuple(g for g in gs if g not in env)
-            for key, val in _group(q, db, env, outs).items():
+            for key, val in _group_memo(q, db, env, outs).items():
                 yield dict(zip(outs, key)), val
         case Extremum(kind, gs, t, q):
             outs = tuple(g for g in gs if g not in env)
@@ -172,6 +175,26 @@ def _group(q, db, env, outs) -> dict:
     return {k: v for k, v in acc.items() if v != 0}
 
 
+# Aggregates are evaluated once per binding of the variables they read, not once per row of
+# the enclosing product: an uncorrelated subquery is evaluated once per `evaluate` call, so
+# nested subqueries cost linear rather than exponential time in their depth.
+_memo = threading.local()
+
+
+def _group_memo(q, db, env, outs) -> dict:
+    groups, var_sets = _memo.groups, _memo.vars
+    entry = var_sets.get(id(q))
+    if entry is None:
+        entry = var_sets[id(q)] = (q, frozenset(all_vars(q)))   # q kept alive: its id stays unique
+    reads = frozenset((v, env[v]) for v in entry[1] if v in env)
+    key = (id(q), outs, reads)
+    hit = groups.get(key)
+    if hit is None:
+        hit = groups[key] = _group(q, db, env, outs)
+    return hit
+
+
+@deep("the calculus expression (calc evaluator)")
 def evaluate(e, db: Database, env: dict | None = None, out_vars=None) -> dict:
     """Evaluate e; result {tuple of out_vars values: value} (nonzero entries only).
     out_vars defaults to e's output variables sorted by name."""
@@ -179,4 +202,9 @@ def evaluate(e, db: Database, env: dict | None = None, out_vars=None) -> dict:
     if out_vars is None:
         _, outs = schema(e, set(env))
         out_vars = tuple(sorted(outs, key=lambda v: v.name))
-    return _group(e, db, env, tuple(out_vars))
+    saved = getattr(_memo, "groups", None), getattr(_memo, "vars", None)
+    _memo.groups, _memo.vars = {}, {}        # db may change between calls: a fresh memo each
+    try:
+        return _group(e, db, env, tuple(out_vars))
+    finally:
+        _memo.groups, _memo.vars = saved

@@ -168,7 +168,7 @@ class Translator:
                 test = Cmp(op, tl, tr)
                 return mk_prod(guards + fl + fr + [mk_sum([ONE, neg(test)]) if negate else test])
             case A.And(args) if negate:
-                return _any([self.cond(a, aggs, True) for a in args])
+                return _any([self.cond(a, aggs, True) for a in args], self.fresh)
             case A.Or(args) if negate:
                 return mk_prod([self.cond(a, aggs, True) for a in args])
             case A.NotCond(a):
@@ -183,7 +183,7 @@ class Translator:
                 # inclusion-exclusion terms, which grow exponentially)
                 return mk_sum([self.cond(a, aggs) for a in args])
             case A.Or(args):
-                return _any([self.cond(a, aggs) for a in args])
+                return _any([self.cond(a, aggs) for a in args], self.fresh)
             case A.BoolConst(v):
                 return ONE if v else ZERO
         return self.predicate(c, aggs)
@@ -523,17 +523,31 @@ def _equalities(c) -> dict:
     return out
 
 
-def _any(parts: list):
-    """OR of 0/1 expressions by inclusion-exclusion: a + b - a*b, folded left."""
+def _any(parts: list, fresh=None):
+    """OR of 0/1 expressions without output variables. Two: a + b - a*b (inclusion-exclusion).
+    More: the count of true disjuncts, lifted and tested nonzero -- linear in the number of
+    disjuncts, where folding inclusion-exclusion doubles the expression at every step."""
+    if len(parts) > 2 and fresh is not None:
+        n = fresh("or", INT)
+        return mk_prod([Lift(n, mk_sum(parts)), Cmp("!=", n, Const(0, INT))])
     acc = parts[0]
     for b in parts[1:]:
         acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
     return acc
 
 
+_MISSING = object()
+
+
 def _mutually_exclusive(conds) -> bool:
     """Every two conditions require different constants for some common expression."""
     eqs = [_equalities(c) for c in conds]
+    # the common case, an IN list or `x = 1 OR x = 2 OR ...`: one expression that every
+    # condition pins to a different constant (linear; the pairwise check is quadratic)
+    for k in (eqs[0] if eqs else ()):
+        values = [e.get(k, _MISSING) for e in eqs]
+        if _MISSING not in values and len(set(values)) == len(values):
+            return True
     for i in range(len(eqs)):
         for j in range(i + 1, len(eqs)):
             if not any(k in eqs[j] and eqs[j][k] != v for k, v in eqs[i].items()):

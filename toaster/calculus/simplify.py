@@ -13,6 +13,7 @@ bind it) have run, and a lift of a variable that an atom already bound acts as a
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 import itertools
 from dataclasses import dataclass
 
@@ -345,6 +346,7 @@ def combine(monos) -> list:
     return [Monomial(acc[f], f) for f in order if acc[f] != 0]
 
 
+@deep("the calculus expression (simplify_calc)")
 def simplify_monomials(e, keep) -> list:
     """e (no outer AggSum) -> simplified, combined list of Monomials."""
     out = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from toaster.recursion import deep
 from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_aggregate, _unsupported
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
@@ -249,6 +250,7 @@ def _rtype(t):
     return t.type
 
 
+@deep("the SQL query (sql_to_calc)")
 def sql_to_calc(relations, queries, functions=()) -> CalcProgram:
     tr = Translator(relations, functions)
     maps, results = [], []

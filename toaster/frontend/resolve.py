@@ -19,6 +19,7 @@ at any depth, is normalized (see the lead's contract in the ResolvedQuery docstr
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 from toaster.errors import SemanticError, UnsupportedError
@@ -547,6 +548,7 @@ def _check_grouped(e, group_by: tuple, local: set) -> None:
 
 # ---------------------------------------------------------------------- results
 
+@deep("the SQL query (resolve_sql)")
 def resolve_program(prog: A.SqlProgram) -> tuple:
     """Resolve every statement of the program; returns tuple[ResolvedQuery]."""
     r = _Resolver(prog)
@@ -558,6 +560,7 @@ def resolve_program(prog: A.SqlProgram) -> tuple:
             r.visible_relations = {d.name for d in prog.relations[:nr]}
             r.visible_functions = {f.name for f in prog.functions[:nf]}
         try:
+            _check_nesting(stmt)
             r.number_targets(stmt)
             r.statement_relations = []
             q = r.query(stmt, None, False)
@@ -565,6 +568,20 @@ def resolve_program(prog: A.SqlProgram) -> tuple:
         except (SemanticError, UnsupportedError) as e:
             raise e.located(prog.file)
     return tuple(out)
+
+
+def _check_nesting(stmt) -> None:
+    """Refuse queries nested deeper than toaster.recursion.MAX_SUBQUERY_DEPTH (iteratively)."""
+    from toaster.recursion import MAX_SUBQUERY_DEPTH
+    stack = [(stmt, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SUBQUERY_DEPTH:
+            pos = getattr(node, "pos", None)
+            raise UnsupportedError(f"subqueries nested more than {MAX_SUBQUERY_DEPTH} deep",
+                                   line=getattr(pos, "line", 0) or None, column=getattr(pos, "column", 0) or None)
+        for k in _kids(node):
+            stack.append((k, depth + 1 if isinstance(k, _QUERIES) else depth))
 
 
 def _result(q, index: int, several: bool, relations: tuple, functions: tuple) -> ResolvedQuery:

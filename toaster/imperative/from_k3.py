@@ -13,6 +13,7 @@ Locals get fresh names (unique per trigger), so every Declare introduces a new v
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -374,6 +375,7 @@ def _maps_written(s) -> set:
     return out
 
 
+@deep("the K3 program (k3_to_imp)")
 def lower_k3(program: k3.K3Program) -> imp.ImpProgram:
     return _Lowering(program).program_()
 

@@ -9,6 +9,7 @@ iterates; ForEach slices use indexes listed in the MapSpec; batch triggers have 
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
 from toaster.passes import pass_
@@ -177,6 +178,7 @@ class _Verifier:
             self.block(t.body, scope, frozenset())
 
 
+@deep("the imperative program (imp_verify)")
 def verify_imp(program: ImpProgram) -> ImpProgram:
     _Verifier(program).run()
     return program

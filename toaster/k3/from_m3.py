@@ -17,6 +17,7 @@ A statement `m[keys] += rhs` becomes `iterate(\\(outs, v). m[keys] += v, C)`.
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from toaster.calculus import ir as c
 from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
@@ -24,7 +25,7 @@ from toaster.calculus.maps import delta_map_name
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
 from toaster.k3.ir import (
-    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, IfThenElse, Singleton, Union, Slice, Map,
+    Var, Const, BinOp, Call, Lookup, Tuple, Lambda, Apply, IfThenElse, Singleton, Union, Slice, Map,
     Filter, Flatten, Aggregate, GroupByAggregate, Iterate, Update, Replace, Clear, K3Map, K3Trigger,
     K3Program, CollType, TupleType, type_of, arith, compare, cast_to, maps_read,
 )
@@ -247,8 +248,26 @@ class _Lowering:
 
     # ----------------------------------------------------------- statements
     def statement(self, st: Statement, bound: set):
+        rhs, hoisted = hoist_uncorrelated(st.rhs, bound)
+        lets = []
+        for x, q in hoisted:
+            coll, _ = self.coll(q, bound)
+            value = self.scalar(coll, ())
+            lets.append((_kvar(x), cast_to(value, x.type) if x.type in (INT, FLOAT) else value))
+            bound = bound | {x}
+        stmts = self._statement(st, rhs, bound)
+        if not lets:
+            return stmts
+        # the hoisted aggregates are let-bound around the statement that reads them, innermost
+        # (computed first) outermost
+        i = next(i for i, s in enumerate(stmts) if not isinstance(s, Clear))
+        body = stmts[i]
+        for var, value in reversed(lets):
+            body = Apply(Lambda((var,), body), (value,))
+        return stmts[:i] + [body] + stmts[i + 1:]
+
+    def _statement(self, st: Statement, rhs, bound: set):
         key_types, vt = self.map_types[st.target]
-        rhs = st.rhs
         if st.op == "+=" and isinstance(rhs, c.AggSum):
             rhs = rhs.expr  # the update loop sums per key already
         coll, outs = self.coll(rhs, bound)
@@ -295,6 +314,90 @@ class _Lowering:
         return K3Program(p.relations, tuple(maps) + tuple(self.temps), tuple(triggers), p.queries, p.mode)
 
 
+def hoist_uncorrelated(rhs, bound: set):
+    """(rhs without them, [(x, q)]): the scalar aggregates `x ^= q` of rhs that read only
+    variables bound before the statement (trigger arguments, aggregates hoisted earlier), in
+    the order they must be computed. Each is then computed once per trigger instead of once per
+    row of the loops around it -- an uncorrelated subquery nested k deep would otherwise cost
+    n^k. x is hoisted only where nothing else binds it (no map key, no group variable, the same
+    q at every Lift of x)."""
+    hoisted = []
+    blocked = _non_lift_binders(rhs)
+    while True:
+        lifts: dict = {}
+        _collect_lifts(rhs, lifts)
+        avail = set(bound) | {x for x, _ in hoisted}
+        pick = None
+        for x, qs in lifts.items():           # post-order: inner aggregates come first
+            if x in avail or x in blocked or len(qs) != 1:
+                continue
+            (q,) = qs
+            if isinstance(q, c.Value):
+                continue                      # a lifted scalar term costs nothing to keep
+            ins, outs = c.schema(q, avail)
+            # q must not read a variable bound around it (a correlation the schema of q alone
+            # cannot see): every variable q shares with the rest of rhs is bound already
+            rest = c.all_vars(_replace_lift(rhs, x))
+            if not outs and ins <= avail and (c.all_vars(q) & rest) <= avail:
+                pick = (x, q)
+                break
+        if pick is None:
+            return rhs, hoisted
+        hoisted.append(pick)
+        rhs = _replace_lift(rhs, pick[0])
+
+
+def _collect_lifts(e, out: dict) -> None:
+    for child in _subexprs(e):
+        _collect_lifts(child, out)
+    if isinstance(e, c.Lift):
+        out.setdefault(e.var, [])
+        if e.expr not in out[e.var]:
+            out[e.var].append(e.expr)
+
+
+def _non_lift_binders(e) -> set:
+    """Variables of e bound other than by a Lift (map and relation keys, group variables)."""
+    match e:
+        case c.Rel(_, vs) | c.DeltaRel(_, vs) | c.MapRef(_, vs, _):
+            return set(vs)
+        case c.AggSum(gs, q):
+            return set(gs) | _non_lift_binders(q)
+        case c.Extremum(_, gs, _, q):
+            return set(gs) | _non_lift_binders(q)
+    out = set()
+    for child in _subexprs(e):
+        out |= _non_lift_binders(child)
+    return out
+
+
+def _subexprs(e) -> tuple:
+    match e:
+        case c.Sum(ts) | c.Prod(ts):
+            return tuple(ts)
+        case c.AggSum(_, q) | c.Lift(_, q) | c.Extremum(_, _, _, q):
+            return (q,)
+    return ()
+
+
+def _replace_lift(e, x):
+    """e with every `x ^= q` replaced by 1 (x is bound before e is evaluated)."""
+    match e:
+        case c.Lift(v, _) if v == x:
+            return c.Value(c.Const(1, INT))
+        case c.Sum(ts):
+            return c.Sum(tuple(_replace_lift(t, x) for t in ts))
+        case c.Prod(fs):
+            return c.Prod(tuple(_replace_lift(f, x) for f in fs))
+        case c.AggSum(gs, q):
+            return c.AggSum(gs, _replace_lift(q, x))
+        case c.Lift(v, q):
+            return c.Lift(v, _replace_lift(q, x))
+        case c.Extremum(kind, gs, t, q):
+            return c.Extremum(kind, gs, t, _replace_lift(q, x))
+    return e
+
+
 def _value_type(coll):
     t = type_of(coll)
     if not isinstance(t, CollType) or not isinstance(t.elem, TupleType):
@@ -302,6 +405,7 @@ def _value_type(coll):
     return t.elem.elems[-1]
 
 
+@deep("the M3 program (m3_to_k3)")
 def lower_m3(program: M3Program) -> K3Program:
     return _Lowering(program).program_()
 

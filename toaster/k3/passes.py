@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from toaster.errors import UsageError
+from toaster.recursion import deep
 from toaster.passes import Options, Pass, pass_, register
 from toaster.k3.ir import Lambda, Apply, Lookup, K3Program, free_vars
 from toaster.k3.rewrites import REWRITES
@@ -55,6 +56,7 @@ def select_rules(rules: Collection[str] | None = None) -> dict:
     return by_class
 
 
+@deep("the K3 program (k3_fuse)")
 def fuse(program: K3Program, rules: Collection[str] | None = None) -> K3Program:
     """The program with the named rewrites (all when None) applied bottom-up to a fixpoint.
 
@@ -127,6 +129,7 @@ def _cse_stmt(stmt, params: set):
 
 
 @pass_("k3_cse", "k3", "k3")
+@deep("the K3 program (k3_cse)")
 def k3_cse(program: K3Program, options=None) -> K3Program:
     """Common-subexpression elimination of repeated map lookups keyed by trigger arguments."""
     triggers = []

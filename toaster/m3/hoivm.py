@@ -14,6 +14,7 @@ ordered with a dependency graph so that each map is read before it is written.
 """
 from __future__ import annotations
 
+from toaster.recursion import deep
 from collections import deque
 
 import networkx as nx
@@ -501,6 +502,7 @@ def _maps_read(e) -> set:
     return set()
 
 
+@deep("the calculus program (calc_to_m3)")
 def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
                   depth: int | None = None) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""

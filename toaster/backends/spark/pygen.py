@@ -11,6 +11,8 @@ map it slices reads a snapshot of (key, value) pairs instead (M3 statements read
 from __future__ import annotations
 
 import ast
+import itertools
+from collections import Counter
 
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
@@ -206,4 +208,58 @@ def block_function(fname: str, params: list, prologue: list, body_stmts, returns
         body.append(ast.Return(tuple_of(name(map_param(r)) for r in returns)))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(map_param(p)) for p in params], vararg=None,
                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
-    return ast.FunctionDef(fname, args, body or [ast.Pass()], [], None, type_params=[])
+    fn = ast.FunctionDef(fname, args, body or [ast.Pass()], [], None, type_params=[])
+    _flatten_nesting(fn, itertools.count(1))
+    return fn
+
+
+# Python refuses more than 20 statically nested blocks in one function ("too many statically
+# nested blocks"); a deeper block becomes a local function called in its place, which starts
+# its own count. Names it rebinds that the enclosing function also binds are `nonlocal`
+# (imperative locals are block-scoped, so the others are not read outside).
+_MAX_NESTED_BLOCKS = 15
+
+
+def _flatten_nesting(fn: ast.FunctionDef, counter) -> None:
+    params = {a.arg for a in fn.args.args}
+    _flatten_body(fn, fn.body, 0, params, counter)
+
+
+def _flatten_body(fn, body: list, depth: int, params: set, counter) -> None:
+    for s in body:
+        if isinstance(s, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
+            for field in ("body", "orelse"):
+                inner = getattr(s, field, None)
+                if not inner:
+                    continue
+                if depth + 1 >= _MAX_NESTED_BLOCKS:
+                    setattr(s, field, _as_local_function(fn, inner, params, counter))
+                else:
+                    _flatten_body(fn, inner, depth + 1, params, counter)
+
+
+def _as_local_function(fn, inner: list, params: set, counter) -> list:
+    everywhere, here = _stored_names(fn.body), _stored_names(inner)
+    shared = sorted(n for n in here if n in params or everywhere[n] > here[n])
+    name_ = f"_nested_block{next(counter)}"
+    sub = ast.FunctionDef(name_, ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                kw_defaults=[], kwarg=None, defaults=[]),
+                          ([ast.Nonlocal(shared)] if shared else []) + inner, [], None, type_params=[])
+    still_bound = {n for n in everywhere if everywhere[n] > here[n]}   # outside the moved block
+    _flatten_body(sub, sub.body, 0, params | still_bound, counter)
+    return [sub, ast.Expr(call(name_))]
+
+
+def _stored_names(stmts) -> Counter:
+    """How often each name is bound in stmts, not counting local functions' own scopes."""
+    out: Counter = Counter()
+    todo = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] += 1
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out[node.id] += 1
+        todo.extend(ast.iter_child_nodes(node))
+    return out
