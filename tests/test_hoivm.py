@@ -302,7 +302,7 @@ def test_batch_delta_of_a_correlated_nested_aggregate_extracts_the_batch_domain(
     (x := Q_n + ΔQ_n) - (x := Q_n) for those values only; no statement re-evaluates the query."""
     from toaster.calculus.ir import DeltaRel, Lift, Value
     from toaster.calculus.nested_delta import is_domain
-    m3 = compile_sql(CORRELATED, mode="batch").m3
+    m3 = compile_sql(CORRELATED, mode="batch", skip=["m3_batch_delta"]).m3   # calc_to_m3 as it made it
     on_s = next(t for t in m3.triggers if t.event.relation == "S")
     q = [s for s in on_s.statements if s.target == "N"]
     # (x := Q_n + ΔQ_n) - (x := Q_n), for the SUM and for the count guarding its NULL (issue 12)
