@@ -3,7 +3,8 @@
 The IRs are trees and most passes are naturally recursive over them, so a query nested 50 deep
 (scalar subqueries, long arithmetic, a 5,000-way OR before it is flattened) can need more Python
 frames than the interpreter's default limit (1000) and more C stack than the main thread has.
-`deep_call(fn, ...)` runs fn with a raised recursion limit on a thread with a large stack; a
+`deep_call(fn, ...)` runs fn; if it overflows the default limit, it runs fn again with a raised
+recursion limit on a thread with a large stack (the wrapped functions are pure); a
 nesting deeper than even that limit is refused with an UnsupportedError naming the stage,
 never a RecursionError traceback.
 
@@ -49,6 +50,12 @@ def deep_call(fn, *args, what: str = "the program", **kw):
     """fn(*args, **kw) with room for deep recursion; a RecursionError becomes UnsupportedError."""
     if getattr(_local, "deep", False):       # already on a deep thread: just call
         return fn(*args, **kw)
+    try:
+        # the common case, at no cost: the callers are pure (passes return new IR, the evaluator
+        # returns values), so after a RecursionError the call is simply run again with room
+        return fn(*args, **kw)
+    except RecursionError:
+        pass
     result, error = [], []
 
     def run():
