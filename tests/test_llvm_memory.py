@@ -53,7 +53,11 @@ def sliding_window(decl, make_row, n_events: int, window: int, batch: int, seed:
 
 
 def live_entries(engine):
-    return {m.name: len(engine.read_map(m.name)) for m in engine.program.maps}
+    """Live entries of the views: the pre-aggregated batch maps of m3_batch_delta and the temp maps
+    of a trigger hold the last batch, whatever it was (scratch bounded by the batch size)."""
+    from toaster.m3.batch_delta import is_delta_map_name
+    return {m.name: len(engine.read_map(m.name)) for m in engine.program.maps
+            if m.kind == "view" and not is_delta_map_name(m.name, engine.relations)}
 
 
 @pytest.mark.parametrize("mode", ["tuple", "batch"])
@@ -67,8 +71,8 @@ def test_maps_shrink_back_to_their_live_entries(mode):
     assert max(grown.values()) >= 3000
     engine.apply(Batch.from_rows("R", R.types, rows[100:], signs=[-1] * 2900))   # most of them
     live = live_entries(engine)
-    for m in engine.program.maps:
-        assert engine.map_size(m.name) == live[m.name], m.name    # half or more were zero: compacted
+    for name, n in live.items():
+        assert engine.map_size(name) == n, name    # half or more were zero: compacted
     assert max(live.values()) == 100
     engine.apply(Batch.from_rows("R", R.types, rows[90:100], signs=[-1] * 10))  # a few: kept for now
     assert all(engine.map_size(m) <= 2 * max(n, 1) for m, n in live_entries(engine).items())
