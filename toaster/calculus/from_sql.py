@@ -529,7 +529,8 @@ def _any(parts: list, fresh=None):
     disjuncts, where folding inclusion-exclusion doubles the expression at every step."""
     if len(parts) > 2 and fresh is not None:
         n = fresh("or", INT)
-        return mk_prod([Lift(n, mk_sum(parts)), Cmp("!=", n, Const(0, INT))])
+        # summed out under AggSum([]): a part's own lifts (NULL guards) are not outputs of the sum
+        return mk_prod([Lift(n, AggSum((), mk_sum(parts))), Cmp("!=", n, Const(0, INT))])
     acc = parts[0]
     for b in parts[1:]:
         acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
