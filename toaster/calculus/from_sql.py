@@ -24,6 +24,7 @@ from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
+from toaster.calculus.implied import classes as _classes, column_equalities as _column_equalities, equalities_hold as _equalities_hold
 from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_aggregates, nullable_subqueries,
                                     refuse_null)
 from toaster.frontend.resolve import ResolvedQuery
@@ -582,36 +583,3 @@ def output_names(q) -> list:
         else:
             names.append(f"__COLUMN_{i}")
     return names
-
-
-def _column_equalities(c) -> list:
-    """(Var, Var) for the `column = column` conjuncts of a WHERE condition."""
-    out = []
-    for x in (c.args if isinstance(c, A.And) else (c,) if c is not None else ()):
-        if isinstance(x, A.Comparison) and x.op == "=" and isinstance(x.left, A.ColumnRef) \
-                and isinstance(x.right, A.ColumnRef):
-            out.append((column_var(x.left), column_var(x.right)))
-    return out
-
-
-def _classes(pairs) -> dict:
-    """Union-find over variables: var -> representative."""
-    parent: dict = {}
-
-    def find(v):
-        parent.setdefault(v, v)
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-    for a, b in pairs:
-        parent[find(a)] = find(b)
-    return {v: find(v) for v in list(parent)}
-
-
-def _equalities_hold(atoms, outer, eqs, same) -> bool:
-    rename = {}
-    for a, o in zip(atoms, outer):
-        rename.update(zip(a.vars, o.vars))
-    cls = lambda v: same.get(rename.get(v, v), rename.get(v, v))
-    return all(cls(u) == cls(v) for u, v in eqs)
