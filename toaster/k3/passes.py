@@ -6,15 +6,16 @@ tests/test_pass_fixtures.py, against the M3 reference engine).
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from toaster.errors import UsageError
 from toaster.recursion import deep
 from toaster.passes import Options, Pass, pass_, register
-from toaster.k3.ir import Lambda, Apply, Lookup, K3Program, free_vars
+from toaster.k3.ir import Lambda, Apply, Lookup, K3Program, Var, free_vars
 from toaster.k3.rewrites import REWRITES
-from toaster.k3.rewrites.terms import fresh_var, is_simple, map_children
+from toaster.k3.rewrites.terms import is_simple, map_children
 
 # ------------------------------------------------------------- generic rewriting
 
@@ -104,7 +105,7 @@ def k3_fuse(program: K3Program, options=None) -> K3Program:
 
 # --------------------------------------------------------------------------- cse
 
-def _cse_stmt(stmt, params: set):
+def _cse_stmt(stmt, params: set, fresh):
     """Let-bind, once before the statement, lookups that occur more than once in it and are
     keyed only by trigger arguments and constants (their value cannot change inside it: a
     statement never writes a map it reads)."""
@@ -120,7 +121,7 @@ def _cse_stmt(stmt, params: set):
     repeated = [l for l, n in counts.items() if n > 1]
     if not repeated:
         return stmt
-    names = {l: fresh_var("_cse", l.type) for l in repeated}
+    names = {l: fresh(l.type) for l in repeated}
 
     def swap(x):
         return names[x] if x in names else map_children(x, swap)
@@ -128,12 +129,42 @@ def _cse_stmt(stmt, params: set):
     return Apply(Lambda(tuple(names[l] for l in repeated), swap(stmt)), tuple(repeated))
 
 
+def _program_fresh_names(program: K3Program, prefix: str):
+    """A maker of variables named prefix1, prefix2, ... that the program does not use yet.
+
+    Numbered per program rather than from the process-wide counter, so that the pass's output
+    is the same whatever ran before it in the process."""
+    used: set = set()
+
+    def visit(x):
+        if isinstance(x, Var):
+            used.add(x.name)
+        map_children(x, visit)
+        return x
+
+    for t in program.triggers:
+        used.update(p.name for p in t.params)
+        for s in t.body:
+            visit(s)
+    numbers = itertools.count(1)
+
+    def fresh(type_) -> Var:
+        name = f"{prefix}{next(numbers)}"
+        while name in used:
+            name = f"{prefix}{next(numbers)}"
+        used.add(name)
+        return Var(name, type_)
+
+    return fresh
+
+
 @pass_("k3_cse", "k3", "k3")
 @deep("the K3 program (k3_cse)")
 def k3_cse(program: K3Program, options=None) -> K3Program:
     """Common-subexpression elimination of repeated map lookups keyed by trigger arguments."""
+    fresh = _program_fresh_names(program, "_cse")
     triggers = []
     for t in program.triggers:
         params = {p.name for p in t.params}
-        triggers.append(replace(t, body=tuple(_cse_stmt(s, params) for s in t.body)))
+        triggers.append(replace(t, body=tuple(_cse_stmt(s, params, fresh) for s in t.body)))
     return replace(program, triggers=tuple(triggers))
