@@ -45,6 +45,11 @@ REGRESSIONS = [
     # a FROM subquery's SUM compared with its own group key
     ("SELECT COUNT(*) AS N FROM (SELECT r2.A AS X1, SUM(r2.A) AS X2 FROM R r2 GROUP BY r2.A) q1 WHERE q1.X2 = q1.X1",
      [Batch.from_rows("R", RST_RELATIONS[0].types, [(1, 1), (2, 1)])]),
+    # a FROM subquery whose WHERE folds to false, joined on its group key: the lift over its
+    # empty groups binds nothing, so the join is empty (was: "unbound variable Q3_X1")
+    ("SELECT r1.A AS G0, MIN(q3.X1) AS AGG1 FROM R r1 JOIN (SELECT r4.A AS X1, SUM(r4.A) AS X2 FROM R r4 "
+     "WHERE 0 BETWEEN 1 AND r4.A GROUP BY r4.A) q3 ON r1.A = q3.X1 GROUP BY r1.A",
+     [Batch.from_rows("R", RST_RELATIONS[0].types, [(0, 1), (1, 1), (2, 1)])]),
 ]
 
 

@@ -19,6 +19,6 @@ def simplify_calc(ir, options: Options):
     maps = []
     for m in ir.maps:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
-        monos = simplify_monomials(body, set(m.keys))
+        monos = simplify_monomials(body, set(m.keys), bound=set())   # a query map's keys are its outputs
         maps.append(replace(m, definition=AggSum(m.keys, mk_sum([x.to_expr() for x in monos]))))
     return replace(ir, maps=tuple(maps))

@@ -159,8 +159,9 @@ def _atom_vars(factors) -> set:
     return out
 
 
-def normalize(factors, keep: frozenset | set) -> Monomial | None:
-    """Fold constants and unify; `keep` are variables visible outside (group-by, bound).
+def normalize(factors, keep: frozenset | set, bound: frozenset | set | None = None) -> Monomial | None:
+    """Fold constants and unify; `keep` are variables visible outside (group-by, bound), and
+    `bound` those of them bound outside (None: assume all of `keep` may be).
     Returns None when the monomial is zero."""
     coef = 1
     fs = []
@@ -207,21 +208,22 @@ def normalize(factors, keep: frozenset | set) -> Monomial | None:
                     changed = True
                     break
     fs = [_simplify_nested(f, set(keep) | _vars_outside(f, fs)) for f in fs]
-    if any(lifts_empty_groups(f, fs, keep) for f in fs):
+    if any(lifts_empty_groups(f, fs, keep if bound is None else bound) for f in fs):
         return None
     return Monomial(coef, tuple(_order(fs)))
 
 
-def lifts_empty_groups(f, fs, keep) -> bool:
-    """Is f a lift over a grouped sum of zero whose group variables nothing else binds? It
-    iterates over the groups of an empty relation, so the monomial is zero (a FROM subquery
-    whose WHERE folded to false leaves such a lift)."""
+def lifts_empty_groups(f, fs, bound) -> bool:
+    """Is f a lift over a grouped sum of zero whose group variables nothing else binds (nor
+    the context: `bound`)? It iterates over the groups of an empty relation, so the monomial
+    is zero (a FROM subquery whose WHERE folded to false leaves such a lift). A group variable
+    that is only an output of the enclosing sum is not bound: the lift was to bind it."""
     if not (isinstance(f, Lift) and isinstance(f.expr, AggSum) and f.expr.group):
         return False
     body = f.expr.expr
     if not (_const_number(body) == 0):
         return False
-    bound_elsewhere = set(keep)
+    bound_elsewhere = set(bound)
     for g in fs:
         if g is not f:
             bound_elsewhere |= schema(g)[1]
@@ -347,8 +349,9 @@ def combine(monos) -> list:
 
 
 @deep("the calculus expression (simplify_calc)")
-def simplify_monomials(e, keep) -> list:
-    """e (no outer AggSum) -> simplified, combined list of Monomials."""
+def simplify_monomials(e, keep, bound=None) -> list:
+    """e (no outer AggSum) -> simplified, combined list of Monomials. `keep`: the variables
+    visible outside; `bound`: those of them bound outside (None: any of `keep` may be)."""
     out = []
     work = expand(e)
     while work:
@@ -357,7 +360,7 @@ def simplify_monomials(e, keep) -> list:
         if i is not None:
             work[:0] = _unnest(fs, i, keep)
             continue
-        m = normalize(fs, frozenset(keep))
+        m = normalize(fs, frozenset(keep), None if bound is None else frozenset(bound))
         if m is not None:
             out.append(m)
     return combine(out)
@@ -388,7 +391,7 @@ def simplify_expr(e, bound=frozenset()):
     """Simplify an expression; `bound` are variables bound outside it."""
     match e:
         case AggSum(gs, q):
-            monos = simplify_monomials(q, set(gs) | set(bound))
+            monos = simplify_monomials(q, set(gs) | set(bound), bound)
             return mk_sum([_agg(gs, m.to_expr()) for m in monos])
     monos = simplify_monomials(e, set(bound) | all_vars(e))
     return mk_sum([m.to_expr() for m in monos])
