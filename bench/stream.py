@@ -8,10 +8,9 @@ the time a toaster user would pay; it is measured here, apart from view maintena
 global event order comes from the CSV `seq` field (TPC-H streams, one file per relation) or
 from the line number in the shared log (order-book streams, several relations per file).
 
-A batch of size N holds the next N events of the stream; since a Batch carries one relation,
-those N events become a group of Batches, one per relation (in order of first appearance, each
-relation's events in stream order); the harness applies a whole group, then refreshes/checks. Reordering events of different relations inside one batch does not
-change the database after the batch, which is all a batch-mode view promises.
+A batch of size N holds the next N events of the stream, as one Batch per relation
+(toaster.runtime.stream_order, which `--run` uses too); the harness applies a whole group, then
+refreshes/checks.
 """
 from __future__ import annotations
 
@@ -22,7 +21,8 @@ import numpy as np
 
 from toaster.errors import InputError
 from toaster.runtime.batch import Batch
-from toaster.runtime.csv_source import csv_settings, parse_csv_lines, read_source, resolve_path
+from toaster.runtime.csv_source import parse_csv_lines, read_source, resolve_path
+from toaster.runtime.stream_order import cut_windows, merge_by_seq
 from toaster.schema import RelationDecl
 
 
@@ -61,26 +61,8 @@ class EventStream:
     def batches(self, size: int, relations=None, limit: int | None = None) -> list[list[Batch]]:
         """The stream (restricted to `relations`, first `limit` events) cut into batches of `size`
         events; each batch is a list of one Batch per relation it touches (see the module doc)."""
-        if size < 1:
-            raise ValueError("batch size must be >= 1")
         rel, row = self.selected(relations, limit)
-        out: list[list[Batch]] = []
-        names = self.stream_names
-        if size == 1:
-            for r, i in zip(rel.tolist(), row.tolist()):
-                b = self.per_relation[names[r]]
-                out.append([Batch(b.relation, b.signs[i:i + 1], tuple(c[i:i + 1] for c in b.columns))])
-            return out
-        for start in range(0, len(rel), size):
-            r_chunk, i_chunk = rel[start:start + size], row[start:start + size]
-            firsts = np.unique(r_chunk, return_index=True)
-            group = []
-            for r in [int(r_chunk[j]) for j in sorted(firsts[1].tolist())]:
-                idx = i_chunk[r_chunk == r]
-                b = self.per_relation[names[r]]
-                group.append(Batch(b.relation, b.signs[idx], tuple(c[idx] for c in b.columns)))
-            out.append(group)
-        return out
+        return cut_windows([self.per_relation[n] for n in self.stream_names], rel, row, size)
 
     def prefix_batches(self, n_events: int, relations=None) -> list[Batch]:
         """The first n_events (of these relations) as one batch per relation (for checking)."""
@@ -119,27 +101,19 @@ def load_event_stream(schema_sql: str, base_dir: str | None = None) -> EventStre
         per_relation[d.name] = batch
         seqs[d.name] = seq
     names = tuple(per_relation)
-    all_seq = np.concatenate([seqs[n] for n in names]) if names else np.empty(0, np.int64)
-    all_rel = np.concatenate([np.full(len(seqs[n]), i, dtype=np.int32) for i, n in enumerate(names)]) \
-        if names else np.empty(0, np.int32)
-    all_row = np.concatenate([np.arange(len(seqs[n]), dtype=np.int64) for n in names]) \
-        if names else np.empty(0, np.int64)
-    order = np.argsort(all_seq, kind="stable")
-    es = EventStream(relations, tables, per_relation, all_rel[order], all_row[order], names,
+    order_rel, order_row = merge_by_seq([seqs[n] for n in names])
+    es = EventStream(relations, tables, per_relation, order_rel, order_row, names,
                      time.perf_counter() - t0, lines)
     return es
 
 
 def _parse_csv_with_seq(d: RelationDecl, text: list[str], path: str) -> tuple[Batch, np.ndarray]:
-    delim, deletions = csv_settings(d)
     text = [ln for ln in text if ln != ""]
     batch = next(iter(parse_csv_lines(d, text, path=path)), None)
     if batch is None:
         batch = Batch.from_rows(d.name, d.types, [])
-    if deletions:
-        seq = np.array([int(ln.split(delim, 1)[0]) for ln in text], dtype=np.int64)
-    else:   # no sequence numbers: the file's events come in file order, after nothing else
-        seq = np.arange(len(text), dtype=np.int64)
+    # no sequence numbers: the file's events come in file order, line i beside the others' line i
+    seq = batch.seq if batch.seq is not None else np.arange(len(batch), dtype=np.int64)
     return batch, seq
 
 

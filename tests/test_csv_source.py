@@ -230,3 +230,51 @@ def test_load_sources_only_relations_used(tmp_path):
     u = RelationDecl("U", cols, "stream", Source(str(tmp_path / "missing.csv"), "csv"))
     tables, streams = load_sources([s, u], relations_used={"S"}, columns=lambda r: (False, True))
     assert [(b.relation, b.columns[0], b.columns[1].tolist()) for b in streams] == [("S", None, [2])]
+
+
+# ------------------------------------------------------------------ sequence-ordered streams
+def _seq_stream(tmp_path, name, lines, delimiter="|"):
+    cols = (Column("A", INT),)
+    path = write(tmp_path / f"{name.lower()}.csv", lines)
+    return RelationDecl(name, cols, "stream", Source(path, "csv", (("delimiter", delimiter), ("deletions", "true"))))
+
+
+def _events(batches):
+    return [(b.relation, int(s), r[0]) for b in batches for s, r in b.rows()]
+
+
+@pytest.mark.parametrize("delimiter", ["|", "||"])       # the Arrow reader and the line parser
+def test_streams_with_sequence_numbers_are_fed_in_their_order(tmp_path, delimiter):
+    r = _seq_stream(tmp_path, "R", [delimiter.join(x) for x in
+                                    [("1", "1", "10"), ("4", "1", "11"), ("5", "0", "10"), ("9", "1", "12")]], delimiter)
+    s = _seq_stream(tmp_path, "S", [delimiter.join(x) for x in [("2", "1", "20"), ("3", "1", "21"), ("9", "1", "22")]],
+                    delimiter)
+    _, one = load_sources([r, s], batch_size=1)
+    assert _events(one) == [("R", 1, 10), ("S", 1, 20), ("S", 1, 21), ("R", 1, 11), ("R", -1, 10),
+                            ("R", 1, 12), ("S", 1, 22)]       # seq 9 in both: R, declared first
+    assert all(len(b) == 1 for b in one)
+    _, windows = load_sources([r, s], batch_size=3)
+    # windows of 3 events, one Batch per relation in order of first appearance
+    assert [(b.relation, len(b)) for b in windows] == [("R", 1), ("S", 2), ("R", 3), ("S", 1)]
+    _, whole = load_sources([r, s])
+    assert [(b.relation, len(b)) for b in whole] == [("R", 4), ("S", 3)]
+    assert sorted(_events(whole)) == sorted(_events(one))
+
+
+def test_sequence_order_keeps_a_files_own_order_and_other_streams_in_place(tmp_path):
+    cols = (Column("A", INT),)
+    plain = RelationDecl("P", cols, "stream", Source(write(tmp_path / "p.csv", ["7", "8"]), "csv"))
+    r = _seq_stream(tmp_path, "R", ["5|1|1", "2|1|2", "6|1|3"])       # 2 after 5: stays after it
+    s = _seq_stream(tmp_path, "S", ["3|1|4", "5|1|5"])
+    _, out = load_sources([r, plain, s], batch_size=1)
+    assert _events(out) == [("S", 1, 4), ("R", 1, 1), ("R", 1, 2), ("S", 1, 5), ("R", 1, 3),
+                            ("P", 1, 7), ("P", 1, 8)]
+
+
+@pytest.mark.parametrize("delimiter", ["|", "||"])
+def test_a_bad_sequence_number_is_located(tmp_path, delimiter):
+    r = _seq_stream(tmp_path, "R", ["1|1|1".replace("|", delimiter), "x2|1|2".replace("|", delimiter)], delimiter)
+    with pytest.raises(InputError) as info:
+        load_sources([r])
+    e = info.value
+    assert (e.line, e.column) == (2, 1) and "sequence number" in e.message

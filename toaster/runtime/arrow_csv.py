@@ -51,7 +51,7 @@ class _Layout:
         self.names = [f"f{i}" for i in range(self.want + trailing)]
         self.needed = tuple(needed) if needed is not None else (True,) * len(decl.columns)
         self.read = [j for j, need in enumerate(self.needed) if need]
-        self.include = (["f1"] if deletions else []) + [f"f{self.lead + j}" for j in self.read] + \
+        self.include = (["f0", "f1"] if deletions else []) + [f"f{self.lead + j}" for j in self.read] + \
             ([self.names[-1]] if trailing else [])
 
     def read_csv(self, data, delim: str, types: dict, threads: bool = True):
@@ -73,6 +73,8 @@ class _Layout:
 
     def types(self, fast: bool) -> dict:
         out = {n: pa.string() for n in self.include}
+        if fast and self.lead:
+            out["f0"] = pa.int64()          # seq
         if fast:
             for j in self.read:
                 out[f"f{self.lead + j}"] = _FAST_TYPES[self.decl.columns[j].type]
@@ -100,9 +102,9 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
     try:
         table, invalid = layout.read_csv(data, delim, layout.types(fast=True), USE_THREADS)
         if not invalid:
-            columns, signs, bad = _convert(layout, table, fast=True)
+            columns, signs, seq, bad = _convert(layout, table, fast=True)
             if bad is None:
-                yield from _slices(decl, signs, columns, batch_size, table.num_rows)
+                yield from _slices(decl, signs, columns, seq, batch_size, table.num_rows)
                 return
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         pass
@@ -123,19 +125,19 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
                 raise InputError(f"{decl.name}: invalid UTF-8 in the file", file=path,
                                  line=lines.number(utf8_row), column=utf8_col)
             return
-        columns, signs, conv_bad = _convert(layout, table, fast=False)
+        columns, signs, seq, conv_bad = _convert(layout, table, fast=False)
     else:
-        table, columns, signs, conv_bad = None, None, None, None
+        table, columns, signs, seq, conv_bad = None, None, None, None, None
     if conv_bad is not None and conv_bad < limit:
         limit = conv_bad
     if limit >= lines.count:
-        yield from _slices(decl, signs, columns, batch_size, table.num_rows)
+        yield from _slices(decl, signs, columns, seq, batch_size, table.num_rows)
         return
     keep = 0 if batch_size is None else limit // batch_size * batch_size
     if keep:
         good = table.slice(0, keep)
-        columns, signs, _ = _convert(layout, good, fast=False)
-        yield from _slices(decl, signs, columns, batch_size, keep)
+        columns, signs, seq, _ = _convert(layout, good, fast=False)
+        yield from _slices(decl, signs, columns, seq, batch_size, keep)
     line_text = lines.text(limit, data, errors="replace")
     lineno = lines.number(limit)
     if limit == utf8_row:
@@ -155,20 +157,27 @@ def _raise_line_error(decl, line: str, lineno: int, path: str, delim: str, delet
     raise AssertionError(f"{path}:{lineno}: the checked reader found a bad line the line parser accepts")
 
 
-def _slices(decl, signs, columns, batch_size, n) -> Iterator[Batch]:
+def _slices(decl, signs, columns, seq, batch_size, n) -> Iterator[Batch]:
     if n == 0:
         return
     step = n if batch_size is None else batch_size
     for lo in range(0, n, step):
-        yield Batch(decl.name, signs[lo:lo + step], tuple(None if c is None else c[lo:lo + step] for c in columns))
+        yield Batch(decl.name, signs[lo:lo + step], tuple(None if c is None else c[lo:lo + step] for c in columns),
+                    None if seq is None else seq[lo:lo + step])
 
 
 def _convert(layout: _Layout, table: pa.Table, fast: bool):
-    """(columns, signs, first bad row or None) from a table read by layout."""
+    """(columns, signs, seq or None, first bad row or None) from a table read by layout."""
     n = table.num_rows
     bad = np.zeros(n, dtype=bool)
     signs = np.ones(n, dtype=np.int8)
+    seq = None
     if layout.lead:
+        if fast:
+            seq = _np(table.column("f0")).astype(np.int64, copy=False)
+        else:
+            seq, ok = _from_strings(INT, table.column("f0"))
+            bad |= ~ok
         op = table.column("f1")
         signs = np.where(_np(pc.equal(op, "0")), -1, 1).astype(np.int8)
         bad |= ~_np(pc.is_in(op, value_set=pa.array(["0", "1"])))
@@ -191,7 +200,7 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
         columns[j] = values
         bad |= ~ok
     first = int(np.argmax(bad)) if bad.any() else None
-    return columns, signs, first
+    return columns, signs, seq, first
 
 
 def _from_strings(t, col):

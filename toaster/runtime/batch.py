@@ -25,6 +25,9 @@ class Batch:
     relation: str
     signs: np.ndarray      # int8
     columns: tuple         # tuple[np.ndarray | pa.Array | pa.ChunkedArray | None, ...]
+    # each event's position in the stream when its source gives one (the `seq` field of a CSV
+    # stream with deletions), else None; engines ignore it, readers order streams by it
+    seq: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.signs)
@@ -52,18 +55,21 @@ class Batch:
 
     def slice(self, start: int, stop: int) -> "Batch":
         return Batch(self.relation, self.signs[start:stop],
-                     tuple(None if c is None else c[start:stop] for c in self.columns))
+                     tuple(None if c is None else c[start:stop] for c in self.columns),
+                     None if self.seq is None else self.seq[start:stop])
 
     def take(self, indices) -> "Batch":
         idx = np.asarray(indices, dtype=np.int64)
-        return Batch(self.relation, self.signs[idx], tuple(_take(c, idx) for c in self.columns))
+        return Batch(self.relation, self.signs[idx], tuple(_take(c, idx) for c in self.columns),
+                     None if self.seq is None else self.seq[idx])
 
     @staticmethod
     def concat(batches) -> "Batch":
         """One batch of the rows of several batches of one relation, in order."""
         batches = list(batches)
         cols = tuple(_concat([b.columns[j] for b in batches]) for j in range(len(batches[0].columns)))
-        return Batch(batches[0].relation, np.concatenate([b.signs for b in batches]), cols)
+        seq = None if any(b.seq is None for b in batches) else np.concatenate([b.seq for b in batches])
+        return Batch(batches[0].relation, np.concatenate([b.signs for b in batches]), cols, seq)
 
     def python_columns(self) -> list[list]:
         """Every column as a list of plain Python values."""

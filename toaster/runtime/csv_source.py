@@ -7,7 +7,7 @@
 CSV rules: lines are split on the delimiter with no quoting; strings are not trimmed (a leading
 space in a string field is kept), blanks and tabs around other fields are ignored; fields are parsed by column type (int, float, date YYYY-MM-DD ->
 int YYYYMMDD, string raw). With `deletions := 'true'` each line is `seq|op|col1|...`, op 1 =
-insert, 0 = delete; seq and op are removed. Empty lines are skipped, a trailing '\\r' is dropped,
+insert, 0 = delete; op becomes the batch's signs and seq (an int) its `seq` array. Empty lines are skipped, a trailing '\\r' is dropped,
 and one trailing delimiter (as in dbgen's `.tbl` files) is accepted. A malformed line raises
 InputError naming file, line, 1-based character column and the column it was read for; the batch
 holding it is rejected whole (batches before it have already been produced). The first bad
@@ -136,6 +136,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
     lead = 2 if deletions else 0
     want = ncols + lead
     signs = np.ones(len(lines), dtype=np.int8)
+    seq = np.zeros(len(lines), dtype=np.int64) if deletions else None
     fields_by_col: list[list[str]] = [[] for _ in range(ncols)]
     for i, (lineno, line) in enumerate(lines):
         fields = line.split(delim)
@@ -145,6 +146,12 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
             _raise_field_error(decl, lines[:i], delim, lead, path)     # an earlier line first
             _field_count_error(decl, path, lineno, line, fields, want, lead, delim)
         if deletions:
+            try:
+                seq[i] = parse_field(INT, fields[0])
+            except ValueError as e:
+                _raise_field_error(decl, lines[:i], delim, lead, path)
+                raise InputError(f"{decl.name}: bad sequence number in field 1 ({e})",
+                                 file=path, line=lineno, column=1) from None
             op = fields[1]
             if op == "1":
                 pass
@@ -164,7 +171,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
             columns.append(None)       # located below, row by row
     if any(c is None for c in columns):
         _locate_bad_field(decl, lines, delim, lead, path)
-    return Batch(decl.name, signs, tuple(columns))
+    return Batch(decl.name, signs, tuple(columns), seq)
 
 
 def _convert_column(t: Type, texts: list[str]) -> np.ndarray:
@@ -256,28 +263,49 @@ def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
                  relations_used=None, columns=None) -> tuple[list[Batch], list[Batch]]:
     """(table batches, stream batches in feed order) for every relation that has a source.
 
-    Tables are loaded whole before any stream event (DIALECT.md §2.1). Streams are fed in
-    file order, or in a seeded random interleaving of their batches. Streams that read the same
-    file take turns batch by batch (the file is read in order, once per relation).
+    Tables are loaded whole before any stream event (DIALECT.md §2.1). CSV streams with
+    deletions carry sequence numbers: together they are fed in the order of those numbers, in
+    windows of batch_size events (toaster.runtime.stream_order), at the place of the first of
+    them. Other streams are fed in file order, one after the other in declaration order, or in a
+    seeded random interleaving of their batches (the sequence-ordered streams then take part as
+    one stream). Streams that read the same file take turns batch by batch (the file is read in
+    order, once per relation).
 
     `relations_used`: names of the relations to read (others are skipped, e.g.
     engine.relations_needed()); `columns`: a function relation name -> per-column flags of the
     columns to convert (e.g. engine.columns_needed); by default everything is read.
     """
+    from toaster.runtime.stream_order import cut_windows, merge_by_seq
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError("batch_size must be positive")
     used = None if relations_used is None else {r.upper() for r in relations_used}
     tables: list[Batch] = []
     by_file: dict[str, list[list[Batch]]] = {}     # streams reading one file form one stream
+    sequenced: list[Batch] = []                    # whole streams with sequence numbers
     for d in decls:
         if d.source is None or (used is not None and d.name not in used):
             continue
         cols = columns(d.name) if columns is not None else None
         if d.kind == "table":
             tables.extend(read_source(d, None, base_dir, cols))
+        elif d.source.adaptor == "csv" and csv_settings(d)[1]:
+            if not sequenced:
+                by_file[_SEQUENCED] = []           # their place in declaration order
+            sequenced.extend(read_source(d, None, base_dir, cols))
         else:
             key = os.path.abspath(resolve_path(d.source.path, base_dir))
             by_file.setdefault(key, []).append(read_source(d, batch_size, base_dir, cols))
-    streams = [_round_robin(group) for group in by_file.values()]
+    streams = []
+    for key, group in by_file.items():
+        if key is _SEQUENCED:
+            windows = cut_windows(sequenced, *merge_by_seq([b.seq for b in sequenced]), batch_size)
+            streams.append([b for window in windows for b in window])
+        else:
+            streams.append(_round_robin(group))
     return tables, list(interleave(streams, seed=seed))
+
+
+_SEQUENCED = object()     # the by_file key standing for the sequence-ordered streams
 
 
 def _round_robin(per_relation: list[list[Batch]]) -> list[Batch]:
