@@ -538,3 +538,23 @@ def test_oracle_refuses_hash():
     q = one("SELECT hash(A) FROM R")
     with pytest.raises(UnsupportedError, match="hash"):
         oracle_sql(q)
+
+
+# ------------------------------------------------------------ issue 12: permissive forms
+
+def test_order_by_generated_name_of_an_unaliased_target():
+    q = one("SELECT A, SUM(B), A * 2 FROM R GROUP BY A ORDER BY __sql_sum_aggregate_1 DESC, __SQL_EXPRESSION_2")
+    assert names(q.value_columns) == ["__SQL_SUM_AGGREGATE_1"]
+    (by_sum, desc), (by_expr, _) = [(o.expr, o.descending) for o in q.select.order_by]
+    assert isinstance(by_sum, A.AggCall) and by_sum.func == "SUM" and desc
+    assert isinstance(by_expr, A.BinaryOp) and by_expr.op == "*"
+    e = _error("SELECT A, SUM(B) FROM R GROUP BY A ORDER BY __SQL_SUM_AGGREGATE_2;", SemanticError)
+    assert "unknown column __SQL_SUM_AGGREGATE_2" in e.message and (e.line, e.column) == (L, 45)
+
+
+def test_oracle_sql_order_by_generated_name(db):
+    q = one("SELECT A, SUM(B) FROM R GROUP BY A ORDER BY __SQL_SUM_AGGREGATE_1 DESC, A LIMIT 2")
+    got = [tuple(map(_norm, r)) for r in db.execute(oracle_sql(q)).fetchall()]
+    ref = [tuple(map(_norm, r)) for r in db.execute(
+        "SELECT A, SUM(B) FROM R GROUP BY A ORDER BY SUM(B) DESC, A LIMIT 2").fetchall()]
+    assert got == ref and len(got) == 2
