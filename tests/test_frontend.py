@@ -454,6 +454,10 @@ ORACLE_CASES = [
      "SELECT R.A, T.N FROM R, T WHERE R.A = T.C AND T.N != 'x'"),
     ("SELECT B, SUM(A) FROM R GROUP BY B, A", "agg", "SELECT B, A, SUM(A) FROM R GROUP BY B, A"),
     ("SELECT -A, A - -1 FROM R", "bag", "SELECT -A, A + 1 FROM R"),
+    ("SELECT B, COUNT(DISTINCT) FROM R GROUP BY B", "agg",
+     "SELECT B, COUNT(*) FROM (SELECT DISTINCT A, B FROM R) GROUP BY B"),
+    ("SELECT COUNT(DISTINCT) FROM R, S WHERE R.B = S.B", "agg",
+     "SELECT COUNT(*) FROM (SELECT DISTINCT R.A, R.B, S.B, S.C FROM R, S WHERE R.B = S.B)"),
 ]
 
 
@@ -558,3 +562,19 @@ def test_oracle_sql_order_by_generated_name(db):
     ref = [tuple(map(_norm, r)) for r in db.execute(
         "SELECT A, SUM(B) FROM R GROUP BY A ORDER BY SUM(B) DESC, A LIMIT 2").fetchall()]
     assert got == ref and len(got) == 2
+
+
+def test_count_distinct_without_argument_counts_distinct_from_rows():
+    q = one("SELECT R.A, COUNT(DISTINCT) FROM R, S WHERE R.B = S.B GROUP BY R.A")
+    (name, call), = q.value_columns
+    assert name == "__SQL_COUNT_AGGREGATE_1" and call.distinct and call.type == INT
+    assert [(a.source, a.name) for a in call.args] == [("R", "A"), ("R", "B"), ("S", "B"), ("S", "C")]
+    # a subquery's COUNT(DISTINCT) counts its own FROM rows, not the outer query's
+    q = one("SELECT A FROM R WHERE A < (SELECT COUNT(DISTINCT) FROM S WHERE S.B = R.B)")
+    (sub,) = nodes(q, A.AggCall)
+    assert [(a.source, a.name) for a in sub.args] == [("S", "B"), ("S", "C")]
+    assert "COUNT(DISTINCT S.B, S.C)" in print_query(q.select)
+    e = _error("SELECT COUNT(DISTINCT) WHERE 1 = 1;", SemanticError)
+    assert "needs a FROM clause" in e.message and (e.line, e.column) == (L, 8)
+    e = _error("SELECT SUM(DISTINCT) FROM R;", SqlSyntaxError)
+    assert "SUM(DISTINCT) needs an argument" in e.message and (e.line, e.column) == (L, 8)

@@ -441,6 +441,16 @@ class _ToAst(Transformer):
             raise SqlSyntaxError(f"{name}(*) is not valid; only COUNT(*)", line=t.line, column=t.column)
         return A.AggCall("COUNT", (), False, _pos(t))
 
+    def agg_distinct_all(self, children):
+        # COUNT(DISTINCT) with no argument, as DBToaster's parser accepts it: resolution makes it
+        # COUNT(DISTINCT <every column of the FROM clause>) (README "Supported SQL")
+        t = children[0]
+        name = str(t).upper()
+        if name != "COUNT":
+            raise SqlSyntaxError(f"{name}(DISTINCT) needs an argument; only COUNT(DISTINCT) may omit it",
+                                 line=t.line, column=t.column)
+        return A.AggCall("COUNT", (), True, _pos(t))
+
     def agg_expr(self, children):
         t = children[0]
         name = str(t).upper()

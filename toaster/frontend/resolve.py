@@ -296,6 +296,15 @@ class _Resolver:
         return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t), n, star.pos)
                 for s in srcs for n, t in s.columns]
 
+    def every_from_column(self, call: A.AggCall, scope: _Scope) -> tuple:
+        """The arguments of COUNT(DISTINCT) written without any, as DBToaster's parser accepts it:
+        every column of its SELECT's FROM clause (in FROM order, as `*`), so it counts the distinct
+        input rows of the group; every engine then maintains it as COUNT(DISTINCT c1, c2, ...)."""
+        if not scope.sources:
+            raise _err("COUNT(DISTINCT) without an argument needs a FROM clause (it counts distinct input rows)",
+                       call)
+        return tuple(t.expr for t in self.expand_star(A.Star(None, call.pos), scope))
+
     def group_expr(self, g, scope: _Scope, targets):
         if isinstance(g, A.Literal) and g.type == INT:
             if not 1 <= g.value <= len(targets):
@@ -358,6 +367,8 @@ class _Resolver:
                     if no_agg.startswith("nested"):
                         raise _err(f"nested aggregate {func} inside {no_agg.split()[1]}", e)
                     raise _err(f"aggregate {func} is not allowed in {no_agg}", e)
+                if func == "COUNT" and e.distinct and not args:
+                    args = self.every_from_column(e, scope)
                 args2 = tuple(self.expr(a, scope, f"nested {func}") for a in args)
                 if func in ("SUM", "AVG") and not args2[0].type.is_numeric:
                     raise _err(f"{func} needs a number, got {args2[0].type}", args2[0])
