@@ -316,7 +316,13 @@ def test_semantic_errors_have_positions(sql, message, column):
     ("SELECT A + INTERVAL '1' DAY FROM R;", "INTERVAL arithmetic", 10),
     ("SELECT INTERVAL '1' DAY FROM R;", "INTERVAL outside", 8),
     ("SELECT COUNT(*) FROM (SELECT A FROM R LIMIT 2) q;", "LIMIT in a subquery", 23),
-    ("SELECT A FROM R LIMIT 2 UNION SELECT B FROM S;", "LIMIT on an operand of UNION", 1),
+    ("SELECT A FROM R LIMIT 2 UNION SELECT B FROM S;", "LIMIT without ORDER BY on an operand of UNION", 1),
+    ("(SELECT A FROM R) UNION ALL (SELECT B FROM S LIMIT 2);", "LIMIT without ORDER BY on an operand of UNION ALL", 30),
+    ("SELECT A FROM R UNION ALL SELECT B FROM S ORDER BY 1 LIMIT 2;", "LIMIT after the last operand of UNION ALL", 27),
+    ("SELECT COUNT(*) FROM (SELECT A FROM R ORDER BY A LIMIT 2 UNION SELECT B FROM S) q;",
+     "LIMIT on an operand of UNION inside a subquery", 23),
+    ("(SELECT SUM(A) FROM R GROUP BY B ORDER BY B LIMIT 2) EXCEPT (SELECT B FROM S);",
+     "must name one of its result columns", 44),
 ])
 def test_unsupported_constructs_are_named(sql, what, column):
     e = _error(sql, UnsupportedError)

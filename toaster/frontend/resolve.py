@@ -181,14 +181,12 @@ class _Resolver:
         return name
 
     # --------------------------------------------------------------- queries
-    def query(self, q, parent: _Scope | None, nested: bool):
+    def query(self, q, parent: _Scope | None, nested: bool, top_operand: bool = False):
+        """top_operand: q is (inside) an operand of the statement's own set operation."""
         if isinstance(q, A.SetOp):
-            for side in (q.left, q.right):
-                if isinstance(side, A.Select) and side.limit is not None:
-                    raise _err(f"LIMIT on an operand of {q.op}", side, UnsupportedError)
-            # ORDER BY alone in an operand does not change which rows it has: dropped
-            left = self.query(_unordered(q.left), parent, True)
-            right = self.query(_unordered(q.right), parent, True)
+            in_top = not nested or top_operand
+            left = self.set_operand(q.left, parent, q.op, in_top)
+            right = self.set_operand(q.right, parent, q.op, in_top)
             lc, rc = output_columns(left), output_columns(right)
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
@@ -199,6 +197,28 @@ class _Resolver:
         if nested and q.limit is not None:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
+
+    def set_operand(self, side, parent: _Scope | None, op: str, in_top: bool):
+        """An operand of a set operation. ORDER BY alone does not change which rows it has:
+        dropped. ORDER BY ... LIMIT n keeps the operand's first n rows: a top-n, which summing
+        deltas cannot maintain, so it is applied when a top-level result is read (sql_results)."""
+        if isinstance(side, A.SetOp):
+            return self.query(side, parent, True, top_operand=in_top)
+        if side.limit is None:
+            return self.query(_unordered(side), parent, True)
+        if not in_top:
+            raise _err(f"LIMIT on an operand of {op} inside a subquery (a top-n is not a view that deltas "
+                       "maintain; toaster applies it only when a top-level result is read)", side, UnsupportedError)
+        if not side.order_by:
+            raise _err(f"LIMIT without ORDER BY on an operand of {op} (which rows it keeps is arbitrary, "
+                       "in DuckDB too, so no maintained view can match it)", side, UnsupportedError)
+        r = self.select(side, parent)
+        targets = [t.expr for t in r.targets]
+        for o in r.order_by:
+            if not any(same_expr(o.expr, x) for x in targets):
+                raise _err(f"ORDER BY of an operand of {op} with LIMIT must name one of its result columns",
+                           o.expr, UnsupportedError)
+        return r
 
     def subquery(self, q, scope: _Scope, what: str, one_column: bool):
         r = self.query(q, scope, True)
