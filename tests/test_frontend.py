@@ -322,7 +322,7 @@ def test_semantic_errors_have_positions(sql, message, column):
     ("SELECT COUNT(*) FROM (SELECT A FROM R ORDER BY A LIMIT 2 UNION SELECT B FROM S) q;",
      "LIMIT on an operand of UNION inside a subquery", 23),
     ("(SELECT SUM(A) FROM R GROUP BY B ORDER BY B LIMIT 2) EXCEPT (SELECT B FROM S);",
-     "must name one of its result columns", 44),
+     "must name one of its result columns", 43),
 ])
 def test_unsupported_constructs_are_named(sql, what, column):
     e = _error(sql, UnsupportedError)
