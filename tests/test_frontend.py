@@ -584,3 +584,24 @@ def test_count_distinct_without_argument_counts_distinct_from_rows():
     assert "needs a FROM clause" in e.message and (e.line, e.column) == (L, 8)
     e = _error("SELECT SUM(DISTINCT) FROM R;", SqlSyntaxError)
     assert "SUM(DISTINCT) needs an argument" in e.message and (e.line, e.column) == (L, 8)
+
+
+def test_limit_in_an_operand_of_a_top_level_set_operation(db):
+    q = one("(SELECT A, B FROM R ORDER BY A DESC, 2 LIMIT 3) UNION ALL (SELECT B, C FROM S)")
+    left = q.select.left
+    assert left.limit == 3 and [o.descending for o in left.order_by] == [True, False]
+    assert q.select.right.limit is None
+    got = _rows(db, oracle_sql(q))
+    ref = _rows(db, "(SELECT A, B FROM R ORDER BY A DESC, B LIMIT 3) UNION ALL (SELECT B, C FROM S)")
+    assert got == sorted((row + (n,) for row, n in Counter(ref).items()), key=repr) and got
+    # an operand's ORDER BY without LIMIT changes no rows: dropped
+    q = one("SELECT A FROM R ORDER BY A UNION (SELECT B FROM S)")
+    assert q.select.left.order_by == ()
+
+
+def test_operand_top_n_counts_copies_and_breaks_ties_by_the_row():
+    from toaster.calculus.results import RowContext, TopValue, eval_result
+    bag = {(1, 5): 2, (3, 1): 1, (3, 0): 2, (2, 7): 0}      # row -> multiplicity
+    top = TopValue("M", ((0, True),), 4, INT)                # ORDER BY col 0 DESC LIMIT 4
+    ctx = RowContext({"M": bag}, 2)
+    assert {k: eval_result(top, k, ctx) for k in bag} == {(3, 0): 2, (3, 1): 1, (1, 5): 1, (2, 7): 0}
