@@ -316,7 +316,13 @@ def test_semantic_errors_have_positions(sql, message, column):
     ("SELECT A + INTERVAL '1' DAY FROM R;", "INTERVAL arithmetic", 10),
     ("SELECT INTERVAL '1' DAY FROM R;", "INTERVAL outside", 8),
     ("SELECT COUNT(*) FROM (SELECT A FROM R LIMIT 2) q;", "LIMIT in a subquery", 23),
-    ("SELECT A FROM R LIMIT 2 UNION SELECT B FROM S;", "LIMIT on an operand of UNION", 1),
+    ("SELECT A FROM R LIMIT 2 UNION SELECT B FROM S;", "LIMIT without ORDER BY on an operand of UNION", 1),
+    ("(SELECT A FROM R) UNION ALL (SELECT B FROM S LIMIT 2);", "LIMIT without ORDER BY on an operand of UNION ALL", 30),
+    ("SELECT A FROM R UNION ALL SELECT B FROM S ORDER BY 1 LIMIT 2;", "LIMIT after the last operand of UNION ALL", 27),
+    ("SELECT COUNT(*) FROM (SELECT A FROM R ORDER BY A LIMIT 2 UNION SELECT B FROM S) q;",
+     "LIMIT on an operand of UNION inside a subquery", 23),
+    ("(SELECT SUM(A) FROM R GROUP BY B ORDER BY B LIMIT 2) EXCEPT (SELECT B FROM S);",
+     "must name one of its result columns", 43),
 ])
 def test_unsupported_constructs_are_named(sql, what, column):
     e = _error(sql, UnsupportedError)
@@ -454,6 +460,10 @@ ORACLE_CASES = [
      "SELECT R.A, T.N FROM R, T WHERE R.A = T.C AND T.N != 'x'"),
     ("SELECT B, SUM(A) FROM R GROUP BY B, A", "agg", "SELECT B, A, SUM(A) FROM R GROUP BY B, A"),
     ("SELECT -A, A - -1 FROM R", "bag", "SELECT -A, A + 1 FROM R"),
+    ("SELECT B, COUNT(DISTINCT) FROM R GROUP BY B", "agg",
+     "SELECT B, COUNT(*) FROM (SELECT DISTINCT A, B FROM R) GROUP BY B"),
+    ("SELECT COUNT(DISTINCT) FROM R, S WHERE R.B = S.B", "agg",
+     "SELECT COUNT(*) FROM (SELECT DISTINCT R.A, R.B, S.B, S.C FROM R, S WHERE R.B = S.B)"),
 ]
 
 
@@ -538,3 +548,60 @@ def test_oracle_refuses_hash():
     q = one("SELECT hash(A) FROM R")
     with pytest.raises(UnsupportedError, match="hash"):
         oracle_sql(q)
+
+
+# ------------------------------------------------------------ issue 12: permissive forms
+
+def test_order_by_generated_name_of_an_unaliased_target():
+    q = one("SELECT A, SUM(B), A * 2 FROM R GROUP BY A ORDER BY __sql_sum_aggregate_1 DESC, __SQL_EXPRESSION_2")
+    assert names(q.value_columns) == ["__SQL_SUM_AGGREGATE_1"]
+    (by_sum, desc), (by_expr, _) = [(o.expr, o.descending) for o in q.select.order_by]
+    assert isinstance(by_sum, A.AggCall) and by_sum.func == "SUM" and desc
+    assert isinstance(by_expr, A.BinaryOp) and by_expr.op == "*"
+    e = _error("SELECT A, SUM(B) FROM R GROUP BY A ORDER BY __SQL_SUM_AGGREGATE_2;", SemanticError)
+    assert "unknown column __SQL_SUM_AGGREGATE_2" in e.message and (e.line, e.column) == (L, 45)
+
+
+def test_oracle_sql_order_by_generated_name(db):
+    q = one("SELECT A, SUM(B) FROM R GROUP BY A ORDER BY __SQL_SUM_AGGREGATE_1 DESC, A LIMIT 2")
+    got = [tuple(map(_norm, r)) for r in db.execute(oracle_sql(q)).fetchall()]
+    ref = [tuple(map(_norm, r)) for r in db.execute(
+        "SELECT A, SUM(B) FROM R GROUP BY A ORDER BY SUM(B) DESC, A LIMIT 2").fetchall()]
+    assert got == ref and len(got) == 2
+
+
+def test_count_distinct_without_argument_counts_distinct_from_rows():
+    q = one("SELECT R.A, COUNT(DISTINCT) FROM R, S WHERE R.B = S.B GROUP BY R.A")
+    (name, call), = q.value_columns
+    assert name == "__SQL_COUNT_AGGREGATE_1" and call.distinct and call.type == INT
+    assert [(a.source, a.name) for a in call.args] == [("R", "A"), ("R", "B"), ("S", "B"), ("S", "C")]
+    # a subquery's COUNT(DISTINCT) counts its own FROM rows, not the outer query's
+    q = one("SELECT A FROM R WHERE A < (SELECT COUNT(DISTINCT) FROM S WHERE S.B = R.B)")
+    (sub,) = nodes(q, A.AggCall)
+    assert [(a.source, a.name) for a in sub.args] == [("S", "B"), ("S", "C")]
+    assert "COUNT(DISTINCT S.B, S.C)" in print_query(q.select)
+    e = _error("SELECT COUNT(DISTINCT) WHERE 1 = 1;", SemanticError)
+    assert "needs a FROM clause" in e.message and (e.line, e.column) == (L, 8)
+    e = _error("SELECT SUM(DISTINCT) FROM R;", SqlSyntaxError)
+    assert "SUM(DISTINCT) needs an argument" in e.message and (e.line, e.column) == (L, 8)
+
+
+def test_limit_in_an_operand_of_a_top_level_set_operation(db):
+    q = one("(SELECT A, B FROM R ORDER BY A DESC, 2 LIMIT 3) UNION ALL (SELECT B, C FROM S)")
+    left = q.select.left
+    assert left.limit == 3 and [o.descending for o in left.order_by] == [True, False]
+    assert q.select.right.limit is None
+    got = _rows(db, oracle_sql(q))
+    ref = _rows(db, "(SELECT A, B FROM R ORDER BY A DESC, B LIMIT 3) UNION ALL (SELECT B, C FROM S)")
+    assert got == sorted((row + (n,) for row, n in Counter(ref).items()), key=repr) and got
+    # an operand's ORDER BY without LIMIT changes no rows: dropped
+    q = one("SELECT A FROM R ORDER BY A UNION (SELECT B FROM S)")
+    assert q.select.left.order_by == ()
+
+
+def test_operand_top_n_counts_copies_and_breaks_ties_by_the_row():
+    from toaster.calculus.results import RowContext, TopValue, eval_result
+    bag = {(1, 5): 2, (3, 1): 1, (3, 0): 2, (2, 7): 0}      # row -> multiplicity
+    top = TopValue("M", ((0, True),), 4, INT)                # ORDER BY col 0 DESC LIMIT 4
+    ctx = RowContext({"M": bag}, 2)
+    assert {k: eval_result(top, k, ctx) for k in bag} == {(3, 0): 2, (3, 1): 1, (1, 5): 1, (2, 7): 0}

@@ -14,7 +14,7 @@ from lark.exceptions import UnexpectedInput
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, expr_type)
 from toaster.calculus.maps import Event, MapDecl
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.errors import SqlSyntaxError, SemanticError
 from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING, Type, date_to_int, type_from_name
@@ -41,6 +41,7 @@ rextra: "READS" "(" NAME ("," NAME)* ")"  -> reads
       | "LIMIT" SIGNED_INT                  -> limit
       | "CHECK" NAME STRING                 -> check
 oitem: rterm DESC?
+top_item: "@" SIGNED_INT DESC?
 DESC: "DESC"
 trigger: "ON" event "{" statement* "}"
 event: SIGN NAME "(" [tvar ("," tvar)*] ")"   -> tuple_event
@@ -83,11 +84,12 @@ MUL: "*" | "/"
        | REDUCE "[" NAME "/" SIGNED_INT ":" TYPE "]" -> map_reduce
        | "@" SIGNED_INT ":" TYPE -> key_ref
        | "global" "[" NAME ":" TYPE "]" -> global_value
+       | "top" "[" NAME ":" TYPE "LIMIT" SIGNED_INT "BY" top_item ("," top_item)* "]" -> top_value
        | "(" term ")" -> paren_t
 
 TYPE: "int" | "float" | "date" | "string" | "bool"
 REDUCE.2: "min" | "max" | "count"
-NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false|global)\b)[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false|global|top)\b)[A-Za-z_][A-Za-z0-9_]*/
 SIGNED_FLOAT.2: /-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)/ | /nan/
 SIGNED_INT: /-?[0-9]+/
 STRING: /'[^']*'/
@@ -160,6 +162,12 @@ class _Build(Transformer):
 
     def map_reduce(self, c):
         return MapReduce(str(c[0]), str(c[1]), int(c[2]), type_from_name(str(c[3])))
+
+    def top_item(self, c):
+        return (int(c[0]), len(c) > 1)
+
+    def top_value(self, c):
+        return TopValue(str(c[0]), tuple(c[3:]), int(c[2]), type_from_name(str(c[1])))
 
     def global_value(self, c):
         return GlobalValue(str(c[0]), type_from_name(str(c[1])))
@@ -360,7 +368,7 @@ class _TypeEnv:
         match t:
             case _Paren():
                 return self.term(t.term)
-            case MapValue() | MapReduce() | KeyRef() | GlobalValue():
+            case MapValue() | MapReduce() | KeyRef() | GlobalValue() | TopValue():
                 return t
             case Var():
                 return self.var(t)

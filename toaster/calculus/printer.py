@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var)
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
 
 
@@ -44,6 +44,9 @@ def print_term(t) -> str:
             return f"@{i}:{ty}"
         case GlobalValue(m, ty):
             return f"global[{m}:{ty}]"
+        case TopValue(m, order, limit, ty):
+            by = ", ".join(f"@{i}" + (" DESC" if d else "") for i, d in order)
+            return f"top[{m}:{ty} LIMIT {limit} BY {by}]"
     raise TypeError(f"not a term: {t!r}")
 
 

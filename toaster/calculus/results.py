@@ -40,6 +40,19 @@ class GlobalValue:
 
 
 @dataclass(frozen=True, slots=True)
+class TopValue:
+    """How many copies of the row's key are among the first `limit` rows of the bag `map` (keyed
+    by the row's key columns, valued by multiplicities) in the order `order` ((key position,
+    descending) pairs; ties broken by the whole key, ascending): an operand's ORDER BY ... LIMIT n
+    in a set operation. A top-n is not a sum of deltas, so the operand is maintained whole and
+    cut when the result is read, as a top-level ORDER BY/LIMIT is."""
+    map: str
+    order: tuple
+    limit: int
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
 class KeyRef:
     """The row's key column `index`."""
     index: int
@@ -56,6 +69,7 @@ class RowContext:
         self.maps = maps
         self.nkeys = nkeys
         self._by_prefix: dict = {}
+        self._tops: dict = {}
 
     def prefix_index(self, name: str) -> dict:
         idx = self._by_prefix.get(name)
@@ -66,6 +80,22 @@ class RowContext:
                     idx.setdefault(tuple(k[:self.nkeys]), []).append(tuple(k[self.nkeys:]))
             self._by_prefix[name] = idx
         return idx
+
+    def top_counts(self, t: TopValue) -> dict:
+        """key -> copies of it kept by the top-n t (cached per term)."""
+        kept = self._tops.get(t)
+        if kept is None:
+            rows = sorted(((tuple(k), v) for k, v in self.maps[t.map].items() if v > 0), key=lambda kv: kv[0])
+            for pos, descending in reversed(t.order):   # stable sorts, last ORDER BY item first
+                rows.sort(key=lambda kv: kv[0][pos], reverse=descending)
+            kept, left = {}, t.limit
+            for k, v in rows:
+                if left <= 0:
+                    break
+                kept[k] = min(v, left)
+                left -= kept[k]
+            self._tops[t] = kept
+        return kept
 
 
 def eval_result(t, key: tuple, ctx: RowContext):
@@ -82,6 +112,8 @@ def eval_result(t, key: tuple, ctx: RowContext):
             return min(vals) if kind == "min" else max(vals)
         case GlobalValue(m, _):
             return ctx.maps[m].get((), 0)
+        case TopValue():
+            return ctx.top_counts(t).get(key, 0)
         case KeyRef(i, _):
             return key[i]
         case Const(v, _):
@@ -123,7 +155,7 @@ def eval_result(t, key: tuple, ctx: RowContext):
 def result_maps(t) -> set:
     """Names of the maps a result term reads."""
     match t:
-        case MapValue(m, _) | MapReduce(_, m, _, _) | GlobalValue(m, _):
+        case MapValue(m, _) | MapReduce(_, m, _, _) | GlobalValue(m, _) | TopValue(m, _, _, _):
             return {m}
         case Arith(_, args, _) | Func(_, args, _):
             out = set()

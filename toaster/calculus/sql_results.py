@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from toaster.recursion import deep
-from toaster.calculus.from_sql import CalcProgram, Translator, _agg_calls, _is_aggregate, _unsupported
+from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_aggregate, _rename_outputs,
+                                      _unsupported)
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue
+from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
+from toaster.frontend.resolve import same_expr
 from toaster.frontend.nulls import condition_is_nullable, is_nullable, nullable_subqueries, refuse_null
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
@@ -41,6 +43,8 @@ class _TopLevel:
     def rows_result(self) -> QueryResult:
         q, tr = self.q, self.tr
         sel = q.select
+        if isinstance(sel, A.SetOp) and _limited_operands(sel):
+            return self.setop_read_result()
         if isinstance(sel, A.SetOp):
             outs, rows = tr.rows(sel)
             body = rows
@@ -61,6 +65,45 @@ class _TopLevel:
             term = Cmp("!=", term, Const(0, INT))
         return QueryResult(q.name, keys, (value,), (m.name,), order_by=order, value_terms=(term,),
                            group_map=m.name, limit=limit)
+
+    def setop_read_result(self) -> QueryResult:
+        """A set operation with an ORDER BY ... LIMIT operand: one map per operand (each row's
+        multiplicity), combined when the result is read, the limited ones cut to their top-n."""
+        q = self.q
+        key_types = [e.type for _, e in q.key_columns]
+        (count_name, _), = q.value_columns
+        term = self.operand_term(q.select, key_types)
+        keys = tuple(ResultColumn(n, t) for (n, _), t in zip(q.key_columns, key_types))
+        return QueryResult(q.name, keys, (ResultColumn(count_name, INT),), tuple(m.name for m in self.maps),
+                           value_terms=(term,))
+
+    def operand_term(self, node, key_types):
+        """A result term: the multiplicity of the row's key in the operand (or set operation) node."""
+        if isinstance(node, A.SetOp):
+            a, b = self.operand_term(node.left, key_types), self.operand_term(node.right, key_types)
+            # multiplicities are never negative when read, so listmin(1, m) says whether a row is there
+            def has(t):
+                return Func("listmin", (Const(1, INT), t), INT)
+            match node.op:
+                case "UNION ALL":
+                    return Arith("+", (a, b), INT)
+                case "UNION":
+                    return has(Arith("+", (a, b), INT))
+                case "INTERSECT":
+                    return Arith("*", (has(a), has(b)), INT)
+                case "EXCEPT":
+                    return Arith("*", (has(a), Arith("-", (Const(1, INT), has(b)), INT)), INT)
+            raise _unsupported(f"set operation {node.op}", node)
+        outs, rows = self.tr.rows(replace(node, order_by=(), limit=None))
+        common = tuple(self.tr.fresh("u", t) for t in key_types)
+        n = sum(1 for m in self.maps if m.name.startswith(f"{self.q.name}_OPERAND")) + 1
+        m = self.add_map(f"{self.q.name}_OPERAND{n}", common, _rename_outputs(rows, outs, common))
+        if node.limit is None:
+            return MapValue(m.name, INT)
+        targets = [t.expr for t in node.targets]
+        order = tuple((next(i for i, x in enumerate(targets) if same_expr(o.expr, x)), o.descending)
+                      for o in node.order_by)
+        return TopValue(m.name, order, node.limit, INT)
 
     # ------------------------------------------------------------------ aggregate
     def agg_result(self) -> QueryResult:
@@ -227,6 +270,12 @@ class _TopLevel:
             return (), None
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
         return order, sel.limit
+
+
+def _limited_operands(node) -> bool:
+    if isinstance(node, A.SetOp):
+        return _limited_operands(node.left) or _limited_operands(node.right)
+    return node.limit is not None
 
 
 def _not(t):

@@ -164,7 +164,13 @@ class _ToAst(Transformer):
 
     # ----------------------------------------------------------------- queries
     def _setop(self, meta, op, left, right):
-        return A.SetOp(op, left, right, _mpos(meta), self.text[meta.start_pos:meta.end_pos])
+        text = self.text[meta.start_pos:meta.end_pos]
+        if isinstance(right, A.Select) and right.limit is not None and not text.rstrip().endswith(")"):
+            # standard SQL (and DuckDB) read a LIMIT after the last, unparenthesized operand as
+            # a LIMIT of the whole set operation, not of that operand
+            _unsupported(f"LIMIT after the last operand of {op} (in SQL it limits the whole {op}; "
+                         "parenthesize the operand to limit it alone)", right.pos)
+        return A.SetOp(op, left, right, _mpos(meta), text)
 
     @v_args(meta=True)
     def union(self, meta, children):
@@ -440,6 +446,16 @@ class _ToAst(Transformer):
         if name != "COUNT":
             raise SqlSyntaxError(f"{name}(*) is not valid; only COUNT(*)", line=t.line, column=t.column)
         return A.AggCall("COUNT", (), False, _pos(t))
+
+    def agg_distinct_all(self, children):
+        # COUNT(DISTINCT) with no argument, as DBToaster's parser accepts it: resolution makes it
+        # COUNT(DISTINCT <every column of the FROM clause>) (README "Supported SQL")
+        t = children[0]
+        name = str(t).upper()
+        if name != "COUNT":
+            raise SqlSyntaxError(f"{name}(DISTINCT) needs an argument; only COUNT(DISTINCT) may omit it",
+                                 line=t.line, column=t.column)
+        return A.AggCall("COUNT", (), True, _pos(t))
 
     def agg_expr(self, children):
         t = children[0]

@@ -181,14 +181,12 @@ class _Resolver:
         return name
 
     # --------------------------------------------------------------- queries
-    def query(self, q, parent: _Scope | None, nested: bool):
+    def query(self, q, parent: _Scope | None, nested: bool, top_operand: bool = False):
+        """top_operand: q is (inside) an operand of the statement's own set operation."""
         if isinstance(q, A.SetOp):
-            for side in (q.left, q.right):
-                if isinstance(side, A.Select) and side.limit is not None:
-                    raise _err(f"LIMIT on an operand of {q.op}", side, UnsupportedError)
-            # ORDER BY alone in an operand does not change which rows it has: dropped
-            left = self.query(_unordered(q.left), parent, True)
-            right = self.query(_unordered(q.right), parent, True)
+            in_top = not nested or top_operand
+            left = self.set_operand(q.left, parent, q.op, in_top)
+            right = self.set_operand(q.right, parent, q.op, in_top)
             lc, rc = output_columns(left), output_columns(right)
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
@@ -199,6 +197,28 @@ class _Resolver:
         if nested and q.limit is not None:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
+
+    def set_operand(self, side, parent: _Scope | None, op: str, in_top: bool):
+        """An operand of a set operation. ORDER BY alone does not change which rows it has:
+        dropped. ORDER BY ... LIMIT n keeps the operand's first n rows: a top-n, which summing
+        deltas cannot maintain, so it is applied when a top-level result is read (sql_results)."""
+        if isinstance(side, A.SetOp):
+            return self.query(side, parent, True, top_operand=in_top)
+        if side.limit is None:
+            return self.query(_unordered(side), parent, True)
+        if not in_top:
+            raise _err(f"LIMIT on an operand of {op} inside a subquery (a top-n is not a view that deltas "
+                       "maintain; toaster applies it only when a top-level result is read)", side, UnsupportedError)
+        if not side.order_by:
+            raise _err(f"LIMIT without ORDER BY on an operand of {op} (which rows it keeps is arbitrary, "
+                       "in DuckDB too, so no maintained view can match it)", side, UnsupportedError)
+        r = self.select(side, parent)
+        targets = [t.expr for t in r.targets]
+        for o in r.order_by:
+            if not any(same_expr(o.expr, x) for x in targets):
+                raise _err(f"ORDER BY of an operand of {op} with LIMIT must name one of its result columns",
+                           o.expr, UnsupportedError)
+        return r
 
     def subquery(self, q, scope: _Scope, what: str, one_column: bool):
         r = self.query(q, scope, True)
@@ -296,6 +316,15 @@ class _Resolver:
         return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t), n, star.pos)
                 for s in srcs for n, t in s.columns]
 
+    def every_from_column(self, call: A.AggCall, scope: _Scope) -> tuple:
+        """The arguments of COUNT(DISTINCT) written without any, as DBToaster's parser accepts it:
+        every column of its SELECT's FROM clause (in FROM order, as `*`), so it counts the distinct
+        input rows of the group; every engine then maintains it as COUNT(DISTINCT c1, c2, ...)."""
+        if not scope.sources:
+            raise _err("COUNT(DISTINCT) without an argument needs a FROM clause (it counts distinct input rows)",
+                       call)
+        return tuple(t.expr for t in self.expand_star(A.Star(None, call.pos), scope))
+
     def group_expr(self, g, scope: _Scope, targets):
         if isinstance(g, A.Literal) and g.type == INT:
             if not 1 <= g.value <= len(targets):
@@ -358,6 +387,8 @@ class _Resolver:
                     if no_agg.startswith("nested"):
                         raise _err(f"nested aggregate {func} inside {no_agg.split()[1]}", e)
                     raise _err(f"aggregate {func} is not allowed in {no_agg}", e)
+                if func == "COUNT" and e.distinct and not args:
+                    args = self.every_from_column(e, scope)
                 args2 = tuple(self.expr(a, scope, f"nested {func}") for a in args)
                 if func in ("SUM", "AVG") and not args2[0].type.is_numeric:
                     raise _err(f"{func} needs a number, got {args2[0].type}", args2[0])
