@@ -98,3 +98,34 @@ def InterpEngine_results(comp, ops):
     for row, sign in ops:
         (ref.insert if sign > 0 else ref.delete)("R", row)
     return ref.results()
+
+
+_START_THEN_RETRY = r"""
+import os, sys
+from toaster.backends.spark.session import get_spark, _spark_jvms
+from toaster.errors import EngineStartError
+os.environ["TOASTER_SPARK_START_TIMEOUT"] = "0.5"
+try:
+    get_spark()
+    sys.exit("started within 0.5 s: the time-out was not exercised")
+except EngineStartError as e:
+    print("refused:", e)
+print("left:", _spark_jvms())
+del os.environ["TOASTER_SPARK_START_TIMEOUT"]
+print("sum:", get_spark().sparkContext.parallelize(range(10)).sum())
+"""
+
+
+def test_a_spark_start_that_times_out_leaves_no_jvm_and_a_later_start_works():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    env.pop("TOASTER_SPARK_START_TIMEOUT", None)
+    proc = subprocess.run([sys.executable, "-c", _START_THEN_RETRY], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("refused: error: Spark did not start within 0.5 s"), lines
+    assert lines[1] == "left: []" and lines[2] == "sum: 45", lines

@@ -64,6 +64,11 @@ class UsageError(ToasterError):
     kind = "error"
 
 
+class EngineStartError(ToasterError):
+    """An engine's runtime did not start (e.g. Spark's JVM: no Java, a bad master, a time-out)."""
+    kind = "error"
+
+
 class InternalError(Exception):
     """A defect inside toaster: an exception raised by a pass. Not the user's fault; the CLI
     prints one line naming the pass and its stage and exits with code 3 (`--traceback` for more)."""

@@ -1,30 +1,150 @@
-"""One shared SparkSession per process, with settings that start fast and quietly."""
+"""One shared SparkSession per process, with settings that start fast and quietly.
+
+Starting Spark launches a JVM. If the start fails, times out ($TOASTER_SPARK_START_TIMEOUT
+seconds, default 300) or is interrupted, the JVM this attempt launched is killed and pyspark's
+process-wide state is reset, so no JVM is left running and a later get_spark starts afresh.
+"""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 _session = None
 # errors only: Spark's default log4j profile prints WARN lines at every start
 _LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+START_TIMEOUT_ENV = "TOASTER_SPARK_START_TIMEOUT"
+DEFAULT_START_TIMEOUT = 300.0
 
 
 def get_spark(master: str | None = None):
     """The process-wide SparkSession (created on first use; `master` default local[*], or
-    $TOASTER_SPARK_MASTER)."""
+    $TOASTER_SPARK_MASTER). Raises EngineStartError when Spark does not start."""
     global _session
     if _session is not None:
         return _session
+    from toaster.errors import EngineStartError
+    timeout = _start_timeout()
+    before = set(_spark_jvms())
+    lock, state = threading.Lock(), {"done": False, "timed_out": False}
+
+    def on_timeout():          # kill the JVM: pyspark's wait for it then fails and we clean up
+        with lock:
+            if state["done"]:
+                return
+            state["timed_out"] = True
+        _kill(set(_spark_jvms()) - before)
+    watchdog = threading.Timer(timeout, on_timeout)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        session = _build(master)
+    except BaseException as e:
+        with lock:
+            state["done"] = True
+        watchdog.cancel()
+        _reset_pyspark(set(_spark_jvms()) - before)
+        if state["timed_out"]:
+            raise EngineStartError(f"Spark did not start within {timeout:g} s (set {START_TIMEOUT_ENV} "
+                                   "to wait longer)") from None
+        if isinstance(e, Exception):
+            lines = str(e).strip().splitlines()
+            raise EngineStartError(f"Spark did not start: {type(e).__name__}"
+                                   f"{': ' + lines[0] if lines else ''}") from None
+        raise                  # KeyboardInterrupt, SystemExit: after the clean-up
+    with lock:
+        state["done"] = True
+    watchdog.cancel()
+    if state["timed_out"]:     # the timer fired as the start completed: the JVM is gone
+        _reset_pyspark(set(_spark_jvms()) - before)
+        raise EngineStartError(f"Spark did not start within {timeout:g} s (set {START_TIMEOUT_ENV} "
+                               "to wait longer)")
+    _session = session
+    return session
+
+
+def _build(master):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
-    _session = (SparkSession.builder
-                .master(master or os.environ.get("TOASTER_SPARK_MASTER", "local[*]"))
-                .appName("toaster")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.sql.shuffle.partitions", "2")
-                .config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                        f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}")
-                .getOrCreate())
-    _session.sparkContext.setLogLevel("ERROR")
-    return _session
+    session = (SparkSession.builder
+               .master(master or os.environ.get("TOASTER_SPARK_MASTER", "local[*]"))
+               .appName("toaster")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                       f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _start_timeout() -> float:
+    from toaster.errors import UsageError
+    text = os.environ.get(START_TIMEOUT_ENV)
+    if text is None:
+        return DEFAULT_START_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UsageError(f"{START_TIMEOUT_ENV} must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def _spark_jvms() -> list[int]:
+    """Pids of the Spark JVMs this process launched (its children running SparkSubmit or the
+    spark-submit script that becomes it; Linux /proc, nothing elsewhere)."""
+    me = str(os.getpid())
+    out = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                ppid = f.read().rsplit(b")", 1)[1].split()[1].decode()
+            if ppid != me:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+                if b"SparkSubmit" in cmd or b"spark-submit" in cmd:   # the JVM, or its launcher script
+                    out.append(int(pid))
+        except (OSError, IndexError):
+            continue
+    return out
+
+
+def _kill(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)     # not reaped here: pyspark's Popen must see it exit
+        except OSError:
+            pass
+
+
+def _reset_pyspark(jvms) -> None:
+    """Kill the JVMs of a failed start and forget pyspark's gateway, context and session."""
+    _kill(jvms)
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        proc = getattr(gateway, "proc", None)
+        if proc is not None and proc.poll() is None:
+            _kill([proc.pid])
+        try:
+            gateway.close()
+        except Exception:
+            pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
