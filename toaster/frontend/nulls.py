@@ -41,31 +41,11 @@ def is_single_row(query) -> bool:
 def null_aggregates(e) -> list:
     """The outermost SUM/AVG/MIN/MAX calls of e (an expression over aggregates) that make e NULL
     over no rows; refused where such a call is a function argument or a CASE value."""
-    out: list = []
-
-    def walk(n, strict: bool):
-        match n:
-            case A.AggCall(func):
-                if func in NULL_AGGREGATES:
-                    if not strict:
-                        raise refuse_null(f"{func} over no rows inside a function or CASE", n)
-                    if n not in out:
-                        out.append(n)
-            case A.BinaryOp(_, l, r):
-                walk(l, strict)
-                walk(r, strict)
-            case A.Negate(a):
-                walk(a, strict)
-            case A.FuncCall(_, args):
-                for a in args:
-                    walk(a, False)
-            case A.Case(whens, else_):
-                for _, v in whens:
-                    walk(v, False)
-                if else_ is not None:
-                    walk(else_, False)
-    walk(e, True)
-    return out
+    def null_aggregate(n):
+        if isinstance(n, A.AggCall) and n.func in NULL_AGGREGATES:
+            return f"{n.func} over no rows inside a function or CASE"
+        return None
+    return _null_sources(e, null_aggregate)
 
 
 def nullable_subqueries(e, aggs=None) -> list:
@@ -73,19 +53,29 @@ def nullable_subqueries(e, aggs=None) -> list:
     outside aggregates of e's own query (their arguments are guarded where they are computed)
     and outside nested queries. A nullable subquery inside a function argument or a CASE value
     is refused; CASE conditions are conditions (guarded where they are translated)."""
+    def nullable_subquery(n):
+        if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
+            return "a scalar subquery that can be empty inside a function argument or a CASE value"
+        return None
+    return _null_sources(e, nullable_subquery, skip=aggs)
+
+
+def _null_sources(e, source, skip=None) -> list:
+    """The nodes of e for which source(node) names a NULL source, reached through arithmetic
+    only; one met inside a function argument or a CASE value is refused with that name."""
     out: list = []
 
     def walk(n, strict: bool):
-        if aggs is not None and n in aggs:
+        if skip is not None and n in skip:
+            return
+        what = source(n)
+        if what is not None:
+            if not strict:
+                raise refuse_null(what, n)
+            if n not in out:
+                out.append(n)
             return
         match n:
-            case A.ScalarSubquery(q):
-                if is_nullable(q):
-                    if not strict:
-                        raise refuse_null("a scalar subquery that can be empty inside a "
-                                          "function argument or a CASE value", n)
-                    if n not in out:
-                        out.append(n)
             case A.BinaryOp(_, l, r):
                 walk(l, strict)
                 walk(r, strict)
