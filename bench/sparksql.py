@@ -5,7 +5,8 @@
     rows = db.query(spark_sql(oracle_sql))
 
 Each relation is a DataFrame of its distinct-or-not rows with a positive copy count `__cnt`
-(kept in memory by Spark: checkpointed locally, so lineage does not grow with the stream), and
+(kept in memory by Spark: each appended batch and each re-aggregation is checkpointed locally, so
+lineage stays short), and
 the query reads a temp view of the relation's name that expands every row into `__cnt` copies.
 An insert-only batch is appended (a union); a batch with deletions is appended with negative
 counts and the relation is re-aggregated (group by every column, keep counts > 0), so deletes
@@ -26,7 +27,8 @@ from toaster.runtime.batch import Batch
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
 SPARK_TYPES = {INT: "BIGINT", FLOAT: "DOUBLE", DATE: "DATE", STRING: "STRING", BOOL: "BOOLEAN"}
-# re-aggregate an insert-only relation after this many appended batches (bounds its partitions)
+# re-aggregate an insert-only relation after this many appended batches (bounds its partitions
+# and its lineage)
 COMPACT_EVERY = 16
 _TOKENS = re.compile(r"('(?:[^']|'')*')|\"((?:[^\"]|\"\")*)\"")
 
@@ -91,16 +93,15 @@ class SparkReplayer:
         data["s"] = pa.array(np.asarray(batch.signs, dtype=np.int64))
         exprs = [f"{_from_input(f'c{j}', c.type)} AS {_q(c.name)}" for j, c in enumerate(d.columns)]
         delta = self.spark.createDataFrame(pa.table(data)).selectExpr(*exprs, "s AS __cnt")
-        merged = self.state[d.name].unionAll(delta)
         self.appended[d.name] += 1
         if np.any(batch.signs < 0) or self.appended[d.name] >= COMPACT_EVERY:
             names = [_q(c.name) for c in d.columns]
-            merged = merged.groupBy(*names).agg({"__cnt": "sum"}).withColumnRenamed("sum(__cnt)", "__cnt") \
-                .where("__cnt > 0")
+            merged = self.state[d.name].unionAll(delta).groupBy(*names).agg({"__cnt": "sum"}) \
+                .withColumnRenamed("sum(__cnt)", "__cnt").where("__cnt > 0")
+            self.state[d.name] = merged.localCheckpoint(eager=True)
             self.appended[d.name] = 0
-        old = self.state[d.name]
-        self.state[d.name] = merged.localCheckpoint(eager=True)
-        del old
+        else:                 # an append: only the new rows are materialized
+            self.state[d.name] = self.state[d.name].unionAll(delta.localCheckpoint(eager=True))
         self._publish(d)
 
     def _publish(self, d) -> None:
