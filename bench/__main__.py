@@ -13,8 +13,10 @@ import sys
 import time
 
 from bench.harness import BenchConfig, available_queries, run_benchmark
+from toaster.errors import ToasterError
 
 QUICK_QUERIES = ["tpch_q6", "tpch_q3", "tpch_q12", "fin_bsv", "fin_spread"]
+BASELINES = ("duckdb", "sparksql")
 
 
 def _list(text: str) -> list[str]:
@@ -48,7 +50,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--time-limit", type=float, help="seconds of feeding per run (default 10)")
     ap.add_argument("--max-events", type=int, help="use only this prefix of each query's stream")
     ap.add_argument("--spark", action="store_true", help="add the spark backend (slow: ~0.1-1 s per batch)")
-    ap.add_argument("--no-duckdb", action="store_true", help="skip the DuckDB baseline")
+    ap.add_argument("--baselines", type=_list,
+                    help=f"re-evaluation baselines run on the same stream: comma-separated {', '.join(BASELINES)} "
+                         "(default duckdb; sparksql = Spark SQL re-running the query after each batch, in the "
+                         "same SparkSession as the spark backend)")
+    ap.add_argument("--no-duckdb", action="store_true", help="skip the DuckDB baseline (leave duckdb out of --baselines)")
     ap.add_argument("--duckdb-threads", type=int, help="DuckDB threads (default 1, like toaster)")
     ap.add_argument("--plot", action="store_true", help="write rates_bs<N>.png and sweep.png")
     ap.add_argument("--out", help="output directory (default bench-results)")
@@ -101,7 +107,12 @@ def config_from_args(args) -> BenchConfig:
         cfg.queries = available_queries()
     if args.spark and "spark" not in cfg.backends:
         cfg.backends = cfg.backends + ["spark"]
-    cfg.duckdb = not args.no_duckdb
+    baselines = args.baselines if args.baselines is not None else ["duckdb"]
+    unknown = [b for b in baselines if b not in BASELINES]
+    if unknown:
+        raise ToasterError(f"unknown baseline(s) {', '.join(unknown)} (available: {', '.join(BASELINES)})")
+    cfg.duckdb = "duckdb" in baselines and not args.no_duckdb
+    cfg.sparksql = "sparksql" in baselines
     cfg.progress = not args.no_progress and sys.stderr.isatty()
     return cfg
 
@@ -110,9 +121,12 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.soak:
         return soak_main(args)
-    cfg = config_from_args(args)
+    try:
+        cfg = config_from_args(args)
+    except ToasterError as e:
+        print(str(e), file=sys.stderr)
+        return 2
     from bench.report import full_report, markdown_table, plot_rates, plot_sweep, write_csv
-    from toaster.errors import ToasterError
     os.makedirs(cfg.out, exist_ok=True)
     if args.end_to_end:
         from bench.end_to_end import run_end_to_end

@@ -37,6 +37,7 @@ import numpy as np
 
 from toaster.errors import ToasterError, UnsupportedError
 from toaster.runtime.batch import Batch
+from bench.sparksql import job_count_since, last_job_id
 
 QUERY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "queries")
 DEFAULT_STRATEGY = "hoivm"
@@ -65,6 +66,7 @@ class BenchConfig:
     reeval_max_relations: int | None = None  # run re-evaluating backends (calc) only on queries over
                                              # at most this many relations (its joins are nested loops)
     duckdb: bool = True
+    sparksql: bool = False             # the Spark SQL re-evaluation baseline (bench/sparksql.py)
     duckdb_windows: int = 5
     duckdb_threads: int = 1
     out: str = "bench-results"
@@ -91,6 +93,10 @@ class RunResult:
     peak_mb: float | None = None
     duckdb_rate: float | None = None
     ratio: float | None = None
+    sparksql_rate: float | None = None
+    sparksql_ratio: float | None = None   # rate / Spark SQL re-evaluation's rate
+    spark_jobs: float | None = None       # Spark jobs per timed batch (spark backend, sparksql baseline)
+    spark_stages: float | None = None     # Spark stages run per timed batch
     note: str = ""
 
     @property
@@ -356,14 +362,20 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
     bar = held["bar"] = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}",
                                   progress)
     res.maint_s = 0.0
+    sc = _spark_context(engine)
+    jobs = stages = timed_batches = 0
     start = time.perf_counter()
     for group in batches:                  # one batch of the stream: a Batch per relation
+        job0 = None if sc is None else last_job_id(sc)
         t = time.perf_counter()
         for b in group:
             engine.apply(b)
         if refresh:
             engine.results()
         res.maint_s += time.perf_counter() - t
+        if sc is not None:                 # counted outside the timed region
+            j, st, _ = job_count_since(sc, job0)
+            jobs, stages, timed_batches = jobs + j, stages + st, timed_batches + 1
         n = sum(len(b) for b in group)
         res.events += n
         if bar is not None:
@@ -373,7 +385,15 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
     res.peak_mb = peak_memory_mb(mem0)
     if native is not None:
         res.native_s = native[0]
+    if timed_batches:
+        res.spark_jobs, res.spark_stages = jobs / timed_batches, stages / timed_batches
     return engine.results(), queries
+
+
+def _spark_context(engine):
+    """The SparkContext of a toaster spark engine (None for the other engines)."""
+    sc = getattr(getattr(engine, "program", None), "sc", None)
+    return sc if sc is not None and hasattr(sc, "statusTracker") else None
 
 
 def _time_native_calls(engine) -> list | None:
@@ -530,16 +550,26 @@ def run_benchmark(cfg: BenchConfig, log: Callable = print) -> tuple[list[RunResu
                                    cfg.time_limit, cfg.progress, cfg.master)
                     runs.append(r)
                     log("[bench] " + describe(r))
+            baselines = []
             if cfg.duckdb:
                 d = run_duckdb(relations, tuple(comp0.oracle_sql), batches, tables, base, cfg.time_limit,
                                cfg.duckdb_windows, cfg.duckdb_threads, cfg.progress)
                 log("[bench] " + describe(d))
+                baselines.append(d)
+            if cfg.sparksql:
+                from bench.sparksql import run_sparksql
+                s = run_sparksql(relations, tuple(comp0.oracle_sql), list(comp0.queries), batches, tables,
+                                 expected, base, cfg.time_limit, cfg.duckdb_windows, cfg.master, cfg.progress)
+                log("[bench] " + describe(s))
+                baselines.append(s)
+            runs += baselines
+            for b in baselines:
+                rate_field, ratio_field = ("duckdb_rate", "ratio") if b.backend == "duckdb" else \
+                    ("sparksql_rate", "sparksql_ratio")
                 for r in runs:
-                    r.duckdb_rate = d.rate
-                    if r.rate is not None and d.rate:
-                        r.ratio = r.rate / d.rate
-                d.duckdb_rate, d.ratio = d.rate, 1.0 if d.rate else None
-                runs.append(d)
+                    setattr(r, rate_field, b.rate)
+                    if r.rate is not None and b.rate:
+                        setattr(r, ratio_field, r.rate / b.rate)
             results.extend(runs)
     return results, info
 

@@ -78,8 +78,8 @@ def _rate(v) -> str:
 
 def fig8_table(results: list[RunResult]) -> str:
     """Refreshes per second per query x strategy, toaster beside VLDBJ'14 Fig. 8 (C++)."""
-    ok = {(r.query, r.strategy): r for r in results if r.backend != "duckdb"}
-    queries = list(dict.fromkeys(r.query for r in results if r.backend != "duckdb"))
+    ok = {(r.query, r.strategy): r for r in results if r.backend not in ("duckdb", "sparksql")}
+    queries = list(dict.fromkeys(r.query for r in results if r.backend not in ("duckdb", "sparksql")))
     head = "| query | " + " | ".join(f"{s.upper()} toaster | {s.upper()} paper" for s in FIG8_STRATEGIES) + " |"
     lines = [head, "|---|" + "---|---|" * len(FIG8_STRATEGIES)]
     for q in queries:
@@ -97,7 +97,7 @@ def fig8_table(results: list[RunResult]) -> str:
 
 def fig7_table(results: list[RunResult]) -> str:
     """Throughput per batch size normalized to tuple mode (batch size 1), as in Hot Dog Fig. 7."""
-    runs = [r for r in results if r.backend != "duckdb" and r.rate]
+    runs = [r for r in results if r.backend not in ("duckdb", "sparksql") and r.rate]
     sizes = sorted({r.batch_size for r in runs})
     queries = list(dict.fromkeys(r.query for r in runs))
     lines = ["| query | " + " | ".join(f"bs={b:,}" for b in sizes) + " | best | Hot Dog text |",
@@ -131,7 +131,7 @@ def _plot(paper: str, results: list[RunResult], path: str) -> str | None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    runs = [r for r in results if r.backend != "duckdb" and r.rate]
+    runs = [r for r in results if r.backend not in ("duckdb", "sparksql") and r.rate]
     if not runs:
         return None
     fig, ax = plt.subplots(figsize=(10, 5))

@@ -15,7 +15,8 @@ from bench.harness import RunResult
 
 CSV_FIELDS = ["dataset", "query", "backend", "strategy", "mode", "batch_size", "status", "events",
               "stream_events", "fraction", "compile_s", "maint_s", "rate", "duckdb_rate", "ratio",
-              "peak_mb", "note"]
+              "sparksql_rate", "sparksql_ratio", "spark_jobs", "spark_stages", "peak_mb", "note"]
+BASELINE_BACKENDS = ("duckdb", "sparksql")
 
 
 def write_csv(results: list[RunResult], path: str) -> None:
@@ -48,10 +49,16 @@ def cell(r: RunResult) -> str:
         return "-"
     text = _rate_text(r.rate)
     if r.backend != "duckdb" and r.ratio is not None:
-        text += f" (×{r.ratio:.3g})" if r.ratio < 100 else f" (×{r.ratio:,.0f})"
-    if r.fraction < 0.999 and r.backend != "duckdb":
+        text += f" (×{_ratio_text(r.ratio)})"
+    if r.backend not in BASELINE_BACKENDS and r.sparksql_ratio is not None:
+        text += f" (sql ×{_ratio_text(r.sparksql_ratio)})"
+    if r.fraction < 0.999 and r.backend not in BASELINE_BACKENDS:
         text += f" [{100 * r.fraction:.0f}%]"
     return text
+
+
+def _ratio_text(v: float) -> str:
+    return f"{v:.3g}" if v < 100 else f"{v:,.0f}"
 
 
 def markdown_table(results: list[RunResult]) -> str:
@@ -64,7 +71,7 @@ def markdown_table(results: list[RunResult]) -> str:
     head = "| query | backend | strategy | " + " | ".join(f"batch {s}" for s in sizes) + " |"
     lines = [head, "|" + "---|" * (3 + len(sizes))]
     for (q, be, st), by_size in rows.items():
-        label = f"{be}" if be != "duckdb" else "duckdb (baseline)"
+        label = f"{be} (baseline)" if be in BASELINE_BACKENDS else f"{be}"
         cells = [cell(by_size[s]) if s in by_size else "" for s in sizes]
         lines.append(f"| {q} | {label} | {st} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -100,6 +107,19 @@ def python_share_table(results: list[RunResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def spark_table(results: list[RunResult]) -> str:
+    """Spark jobs and stages per batch (toaster's spark backend and the Spark SQL baseline)."""
+    rows = [r for r in results if r.spark_jobs is not None and r.status == "OK"]
+    if not rows:
+        return ""
+    lines = ["| query | backend | strategy | batch size | Spark jobs / batch | Spark stages / batch |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.query} | {r.backend} | {r.strategy} | {r.batch_size} | {r.spark_jobs:.2f} | "
+                     f"{r.spark_stages:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
     out = ["# toaster benchmark", ""]
     if command:
@@ -110,9 +130,9 @@ def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
         out.append(f"* {ds}: {d['events']:,} events ({p}); parsing {d['parse_s']:.2f} s ({rate})")
     out += ["", "Rates in events per second of maintenance (batch 1 = single-tuple triggers = view "
             "refreshes/s); (×r) = ratio to DuckDB re-evaluating the query after every batch of the same "
-            "stream; [p%] = share of the stream processed within the time limit; **WRONG** = final views "
+            "stream; (sql ×r) = ratio to Spark SQL re-evaluating it (ingest + query + collect per batch); [p%] = share of the stream processed within the time limit; **WRONG** = final views "
             "differ from DuckDB.", "", markdown_table(results), "", cost_table(results), "",
-            python_share_table(results)]
+            python_share_table(results), "", spark_table(results)]
     problems = [r for r in results if r.status not in ("OK", "SKIPPED")]
     if problems:
         out += ["", "Notes:"]
@@ -122,7 +142,7 @@ def full_report(results: list[RunResult], info: dict, command: str = "") -> str:
 
 # ------------------------------------------------------------------------------ plots
 def _series_label(r: RunResult) -> str:
-    return "duckdb re-eval" if r.backend == "duckdb" else f"{r.backend}/{r.strategy}"
+    return f"{r.backend} re-eval" if r.backend in BASELINE_BACKENDS else f"{r.backend}/{r.strategy}"
 
 
 def _colors(results: list[RunResult]) -> dict:

@@ -234,3 +234,72 @@ def test_unknown_strategy_is_unsupported_not_a_crash(tmp_path, data_dir):
     results, _ = run_benchmark(cfg, log=lambda s: None)
     st = {r.strategy: r.status for r in results}
     assert st["hoivm"] == "OK" and st["no-such-strategy"] in ("UNSUPPORTED", "ERROR")
+
+
+# ------------------------------------------------------------------------------ Spark SQL baseline
+def test_baselines_flag_keeps_no_duckdb_as_an_alias():
+    from bench.__main__ import config_from_args, parser
+    cfg = config_from_args(parser().parse_args([]))
+    assert cfg.duckdb and not cfg.sparksql
+    cfg = config_from_args(parser().parse_args(["--baselines", "duckdb,sparksql", "--no-duckdb"]))
+    assert not cfg.duckdb and cfg.sparksql
+    with pytest.raises(ToasterError, match="unknown baseline"):
+        config_from_args(parser().parse_args(["--baselines", "duckdb,postgres"]))
+
+
+def test_spark_sql_dialect_swaps_quoted_identifiers_only():
+    from bench.sparksql import spark_sql
+    sql = 'SELECT "B"."X" AS "Y" FROM "BIDS" AS "B" WHERE "B"."S" = \'say "hi"\' AND "B"."D" < DATE \'1995-03-15\''
+    assert spark_sql(sql) == ("SELECT `B`.`X` AS `Y` FROM `BIDS` AS `B` WHERE `B`.`S` = 'say \"hi\"' "
+                              "AND `B`.`D` < DATE '1995-03-15'")
+
+
+def test_sparksql_baseline_runs_checked_beside_duckdb(tmp_path, data_dir):
+    """A tiny run of the CLI with both baselines: the order book deletes orders in every batch,
+    so the Spark SQL baseline's final answer (checked against DuckDB) covers deletions."""
+    import csv
+    from bench.__main__ import main
+    out = tmp_path / "out"
+    code = main(["--queries", "fin_bsv", "--backends", "interp", "--batch-sizes", "1000", "--finance-events", "3000",
+                 "--max-events", "3000", "--time-limit", "2", "--baselines", "duckdb,sparksql", "--out", str(out),
+                 "--data-dir", data_dir, "--no-progress", "--master", "local[2]"])
+    assert code == 0
+    with open(out / "results.csv") as f:
+        rows = {r["backend"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"interp", "duckdb", "sparksql"}
+    for col in ("sparksql_rate", "sparksql_ratio", "spark_jobs", "spark_stages"):
+        assert col in rows["interp"]
+    s, d, t = rows["sparksql"], rows["duckdb"], rows["interp"]
+    assert s["status"] == "OK" and int(s["events"]) > 0 and float(s["rate"]) > 0, s["note"]
+    assert float(s["spark_jobs"]) >= 1 and float(s["spark_stages"]) >= 1
+    assert d["status"] == "OK" and float(d["rate"]) > 0
+    assert t["status"] == "OK" and float(t["sparksql_rate"]) == pytest.approx(float(s["rate"]), rel=1e-4)
+    assert float(t["sparksql_ratio"]) == pytest.approx(float(t["rate"]) / float(s["rate"]), rel=1e-3)
+    assert t["spark_jobs"] == "" and t["spark_stages"] == ""
+    md = (out / "results.md").read_text()
+    assert "sparksql (baseline)" in md and "sql ×" in md and "Spark jobs / batch" in md
+
+
+def test_sparksql_baseline_that_ignores_deletions_is_wrong(monkeypatch, data_dir):
+    from bench import sparksql
+    info = generate_finance_stream(os.path.join(data_dir, "fin-sql"), events=2000, seed=3, brokers=4)
+    es = load_event_stream(info.schema_sql())
+    text = info.schema_sql() + harness.find_query("fin_bsv").text
+    rels, comp0 = harness.stream_relations(text)
+    stream_rels = rels & set(es.stream_names)
+    relations = list(comp0.m3.relations)
+    expected = harness.ExpectedResults(es, relations, stream_rels, tuple(comp0.oracle_sql))
+    batches = es.batches(500, stream_rels, 1500)
+    assert any(np.any(b.signs < 0) for g in batches for b in g)
+    base = RunResult("finance", "fin_bsv", "", "", "", 500, stream_events=1500)
+    args = (relations, tuple(comp0.oracle_sql), list(comp0.queries), batches, [], expected, base, 5.0, 2)
+    ok = sparksql.run_sparksql(*args, master="local[2]")
+    assert ok.status == "OK" and ok.rate > 0, ok.note
+    real_apply = sparksql.SparkReplayer.apply
+
+    def inserts_only(self, batch):
+        keep = batch.signs > 0
+        real_apply(self, type(batch)(batch.relation, batch.signs[keep], tuple(c[keep] for c in batch.columns)))
+    monkeypatch.setattr(sparksql.SparkReplayer, "apply", inserts_only)
+    bad = sparksql.run_sparksql(*args, master="local[2]")
+    assert bad.status == "WRONG" and bad.rate is None and "QUERY_1" in bad.note
