@@ -3,8 +3,8 @@
     es = load_event_stream(schema_sql_text)            # parses every declared source
     batches = es.batches(size=100, relations={"LINEITEM", "ORDERS"})   # [[Batch per relation]]
 
-Parsing uses toaster's own readers (the CSV adaptor, the orderbook adaptor), so parse time is
-the time a toaster user would pay; it is measured here, apart from view maintenance. The
+Parsing uses toaster's own readers (the Arrow CSV reader `--run` uses, the orderbook adaptor),
+so parse time is the time a toaster user would pay; it is measured here, apart from view maintenance. The
 global event order comes from the CSV `seq` field (TPC-H streams, one file per relation) or
 from the line number in the shared log (order-book streams, several relations per file).
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from toaster.errors import InputError
 from toaster.runtime.batch import Batch
-from toaster.runtime.csv_source import parse_csv_lines, read_source, resolve_path
+from toaster.runtime.csv_source import read_source, resolve_path
 from toaster.runtime.stream_order import cut_windows, merge_by_seq
 from toaster.schema import RelationDecl
 
@@ -71,7 +71,7 @@ class EventStream:
         for r in sorted(set(rel.tolist())):
             idx = row[rel == r]
             b = self.per_relation[self.stream_names[r]]
-            out.append(Batch(b.relation, b.signs[idx], tuple(c[idx] for c in b.columns)))
+            out.append(b.take(idx))
         return out
 
 
@@ -89,12 +89,13 @@ def load_event_stream(schema_sql: str, base_dir: str | None = None) -> EventStre
             tables.extend(read_source(d, None, base_dir))
             continue
         path = resolve_path(d.source.path, base_dir)
-        with open(path, encoding="utf-8", newline="") as fh:
-            text = fh.read().splitlines()
-        lines += len(text)
         if d.source.adaptor == "csv":
-            batch, seq = _parse_csv_with_seq(d, text, path)
+            batch, seq = _read_csv_with_seq(d, base_dir)
+            lines += len(batch)
         elif d.source.adaptor == "orderbook":
+            with open(path, encoding="utf-8", newline="") as fh:
+                text = fh.read().splitlines()
+            lines += len(text)
             batch, seq = _parse_orderbook_with_seq(d, text, path)
         else:
             raise InputError(f"{d.name}: bench streams read CSV or orderbook sources, not {d.source.adaptor!r}")
@@ -107,11 +108,11 @@ def load_event_stream(schema_sql: str, base_dir: str | None = None) -> EventStre
     return es
 
 
-def _parse_csv_with_seq(d: RelationDecl, text: list[str], path: str) -> tuple[Batch, np.ndarray]:
-    text = [ln for ln in text if ln != ""]
-    batch = next(iter(parse_csv_lines(d, text, path=path)), None)
-    if batch is None:
-        batch = Batch.from_rows(d.name, d.types, [])
+def _read_csv_with_seq(d: RelationDecl, base_dir: str | None) -> tuple[Batch, np.ndarray]:
+    """The whole file as one batch, read as `--run` reads it (Arrow; strings stay Arrow arrays)."""
+    batches = read_source(d, None, base_dir)
+    batch = batches[0] if len(batches) == 1 else Batch.from_rows(d.name, d.types, []) if not batches \
+        else Batch.concat(batches)
     # no sequence numbers: the file's events come in file order, line i beside the others' line i
     seq = batch.seq if batch.seq is not None else np.arange(len(batch), dtype=np.int64)
     return batch, seq
