@@ -431,6 +431,53 @@ def concat_batches(groups: list) -> list[Batch]:
     return out
 
 
+def replay_windows(db, sqls, batches: list, windows: int, time_limit: float, bar,
+                   around=None) -> tuple[int, float, int, int]:
+    """Re-evaluation baselines: feed `batches` (groups of Batches) to `db` (apply/run), timing
+    ingest + every query after each batch in `windows` evenly spread windows of
+    time_limit / windows seconds each; between windows batches are ingested untimed.
+    `around(group, timed_call)` may wrap each timed batch (e.g. to count Spark jobs).
+    Returns (events timed, seconds timed, events ingested, windows used)."""
+    n = len(batches)
+    windows = max(1, min(windows, n)) if n else 1
+    starts = [k * n // windows for k in range(windows)] + [n]
+    budget = time_limit / windows
+    timed, events, applied, pos = 0.0, 0, 0, 0
+
+    def step(group) -> float:
+        t = time.perf_counter()
+        for b in group:
+            db.apply(b)
+        for sql in sqls:
+            db.run(sql)
+        return time.perf_counter() - t
+    try:
+        for w in range(windows):
+            if pos < starts[w]:           # fast-forward: ingest without re-evaluating
+                for b in concat_batches(batches[pos:starts[w]]):
+                    db.apply(b)
+                k = sum(len(b) for g in batches[pos:starts[w]] for b in g)
+                applied += k
+                if bar is not None:
+                    bar.update(k)
+                pos = starts[w]
+            spent = 0.0
+            while pos < starts[w + 1] and spent < budget:
+                group = batches[pos]
+                spent += around(group, step) if around is not None else step(group)
+                k = sum(len(b) for b in group)
+                events += k
+                applied += k
+                pos += 1
+                if bar is not None:
+                    bar.update(k)
+            timed += spent
+    finally:
+        if bar is not None:
+            bar.close()
+    return events, timed, applied, windows
+
+
 def run_duckdb(relations, oracle_sql, batches: list, tables: list, base: RunResult, time_limit: float,
                windows: int = 5, threads: int = 1, progress: bool = False) -> RunResult:
     """The baseline: DuckDB re-running the query after every batch, timed in evenly spread windows."""
@@ -442,36 +489,8 @@ def run_duckdb(relations, oracle_sql, batches: list, tables: list, base: RunResu
         db = DuckReplayer(relations, threads=threads)
         for b in tables:
             db.apply(b)
-        n = len(batches)
-        windows = max(1, min(windows, n)) if n else 1
-        starts = [k * n // windows for k in range(windows)] + [n]
-        budget = time_limit / windows
-        timed, events, pos = 0.0, 0, 0
         bar = _progress(res.stream_events, f"{res.query} duckdb bs={res.batch_size}", progress)
-        for w in range(windows):
-            if pos < starts[w]:           # fast-forward: apply without re-evaluating
-                for b in concat_batches(batches[pos:starts[w]]):
-                    db.apply(b)
-                if bar is not None:
-                    bar.update(sum(len(b) for g in batches[pos:starts[w]] for b in g))
-                pos = starts[w]
-            spent = 0.0
-            while pos < starts[w + 1] and spent < budget:
-                group = batches[pos]
-                t = time.perf_counter()
-                for b in group:
-                    db.apply(b)
-                for sql in oracle_sql:
-                    db.run(sql)
-                spent += time.perf_counter() - t
-                n = sum(len(b) for b in group)
-                events += n
-                pos += 1
-                if bar is not None:
-                    bar.update(n)
-            timed += spent
-        if bar is not None:
-            bar.close()
+        events, timed, _, windows = replay_windows(db, oracle_sql, batches, windows, time_limit, bar)
         res.peak_mb = peak_memory_mb(mem0)
         res.events, res.maint_s = events, timed
         res.rate = events / timed if timed > 0 else None

@@ -142,7 +142,7 @@ def run_sparksql(relations, oracle_sql, queries, batches: list, tables: list, ex
                  windows: int = 5, master: str | None = None, progress: bool = False):
     """The Spark SQL baseline: re-run the query after every batch (ingest + query + collect),
     timed in evenly spread windows; the final answer is checked against DuckDB's."""
-    from bench.harness import RunResult, concat_batches, _progress, deadline, hard_limit, RunTimeout
+    from bench.harness import RunResult, _progress, deadline, hard_limit, replay_windows, RunTimeout
     from toaster.backends.spark.session import get_spark
     res = RunResult(**{**asdict(base), "backend": "sparksql", "strategy": "reeval", "mode": "batch"})
     db = None
@@ -162,45 +162,20 @@ def run_sparksql(relations, oracle_sql, queries, batches: list, tables: list, ex
                 raise UnsupportedError(f"unsupported: Spark SQL rejects the query: "
                                        f"{str(e).strip().splitlines()[0][:160]}") from None
             sc = spark.sparkContext
-            n = len(batches)
-            windows = max(1, min(windows, n)) if n else 1
-            starts = [k * n // windows for k in range(windows)] + [n]
-            budget = time_limit / windows
-            timed, events, pos, applied = 0.0, 0, 0, 0
-            jobs = stages = timed_batches = 0
+            counts = {"jobs": 0, "stages": 0, "batches": 0}
+
+            def counting_jobs(group, step):
+                job0 = last_job_id(sc)
+                spent = step(group)
+                j, st, _ = job_count_since(sc, job0)      # read outside the timed call
+                counts["jobs"] += j
+                counts["stages"] += st
+                counts["batches"] += 1
+                return spent
             bar = _progress(res.stream_events, f"{res.query} sparksql bs={res.batch_size}", progress)
-            try:
-                for w in range(windows):
-                    if pos < starts[w]:           # fast-forward: ingest without re-evaluating
-                        for b in concat_batches(batches[pos:starts[w]]):
-                            db.apply(b)
-                        k = sum(len(b) for g in batches[pos:starts[w]] for b in g)
-                        applied += k
-                        if bar is not None:
-                            bar.update(k)
-                        pos = starts[w]
-                    spent = 0.0
-                    while pos < starts[w + 1] and spent < budget:
-                        group = batches[pos]
-                        job0 = last_job_id(sc)
-                        t = time.perf_counter()
-                        for b in group:
-                            db.apply(b)
-                        for s in sqls:
-                            db.run(s)
-                        spent += time.perf_counter() - t
-                        j, st, _ = job_count_since(sc, job0)
-                        jobs, stages, timed_batches = jobs + j, stages + st, timed_batches + 1
-                        k = sum(len(b) for b in group)
-                        events += k
-                        applied += k
-                        pos += 1
-                        if bar is not None:
-                            bar.update(k)
-                    timed += spent
-            finally:
-                if bar is not None:
-                    bar.close()
+            events, timed, applied, windows = replay_windows(db, sqls, batches, windows, time_limit, bar,
+                                                             around=counting_jobs)
+            jobs, stages, timed_batches = counts["jobs"], counts["stages"], counts["batches"]
             res.events, res.maint_s = events, timed
             if timed_batches:
                 res.spark_jobs, res.spark_stages = jobs / timed_batches, stages / timed_batches
