@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from toaster.errors import CardinalityError, InputError, UnknownNameError
 from toaster.runtime.batch import Batch
 from toaster.runtime.checks import canonical_batch
+from toaster.runtime.nulls import physical_batch, physical_rows
 from toaster.runtime.reads import relations_read
 from toaster.types import Type, INT, FLOAT, DATE, int_to_date
 
@@ -42,6 +43,8 @@ class ResultTable:
 
 
 def display_value(v, t: Type):
+    if v is None:
+        return None
     if t == DATE:
         return int_to_date(v)
     if t == FLOAT:
@@ -76,6 +79,7 @@ class Engine(ABC):
         decl = self._decl(relation)
         if decl.kind != "table":
             raise InputError(f"{relation} is a STREAM; load_table is for static TABLEs")
+        rows = physical_rows(decl, rows if isinstance(rows, (list, tuple)) else list(rows))
         self.apply(Batch.from_rows(decl.name, decl.types, rows, names=[c.name for c in decl.columns]))
         self._tables_loaded.add(decl.name)
 
@@ -87,14 +91,15 @@ class Engine(ABC):
 
     def _one_row(self, relation: str, row, sign: int) -> Batch:
         decl = self._decl(relation)
-        return Batch.from_rows(decl.name, decl.types, [row], [sign], names=[c.name for c in decl.columns])
+        return Batch.from_rows(decl.name, decl.types, physical_rows(decl, [row]), [sign],
+                               names=[c.name for c in decl.columns])
 
     def apply(self, batch: Batch) -> None:
         """Apply a batch atomically (checked and converted first; rejected whole if malformed)."""
         if not isinstance(batch, Batch):
             raise InputError(f"apply() expects a Batch, got {type(batch).__name__}")
         decl = self._decl(batch.relation)
-        batch = canonical_batch(decl, batch, self.columns_needed(decl.name))
+        batch = canonical_batch(decl, physical_batch(decl, batch), self.columns_needed(decl.name))
         if len(batch) == 0:
             return
         if decl.kind == "table" and self._streamed:
@@ -136,8 +141,13 @@ class Engine(ABC):
             rows = self._simple_rows(q)
         else:
             rows = self._term_rows(q)
-        return ResultTable(q.name, tuple(c.name for c in q.columns), tuple(c.type for c in q.columns),
-                           len(q.key_columns), tuple(rows))
+        shown = [i for i in range(len(q.columns)) if i not in q.flag_keys]
+        if q.null_keys:      # NULL keys: the value column where its flag is 1; flags not shown
+            rows = [tuple(None if f >= 0 and r[f] else r[i] for i, f in _with_flags(q, shown)) for r in rows]
+            if not q.order_by:
+                rows.sort(key=_sort_key)
+        return ResultTable(q.name, tuple(q.columns[i].name for i in shown), tuple(q.columns[i].type for i in shown),
+                           len(q.key_columns) - len(q.flag_keys), tuple(rows))
 
     def _simple_rows(self, q) -> list:
         per_map = [self.read_map(m) for m in q.value_maps]
@@ -284,7 +294,15 @@ class TriggerEngine(Engine):
     def _run_batch(self, trigger, relation: str, delta: dict) -> None: ...
 
 
+def _with_flags(q, shown):
+    """(column, its flag column or a never-set position) for the shown columns."""
+    flags = dict(q.null_keys)
+    return [(i, flags.get(i, -1)) for i in shown]
+
+
 def _cast(v, t: Type):
+    if v is None:          # a NULL value (toaster.calculus.results null_unless)
+        return None
     if t == INT:
         return int(v)
     if t == FLOAT:
@@ -293,4 +311,4 @@ def _cast(v, t: Type):
 
 
 def _sort_key(row):
-    return tuple((0, v) if not isinstance(v, str) else (1, v) for v in row)
+    return tuple((2, 0) if v is None else (0, v) if not isinstance(v, str) else (1, v) for v in row)

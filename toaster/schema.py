@@ -20,10 +20,32 @@ class Source:
         return default
 
 
+NULL_FLAG = "__NULL"     # suffix of the physical null-flag column of a nullable column
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
+    """A relation column. A column declared `NULL` (nullable) is stored as two physical columns:
+    its value (the type's zero when NULL, so NULL keys are canonical) and right after it an INT
+    null flag (1 = NULL) named NAME__NULL, with flag_of = NAME. Engines see only physical
+    columns; SQL, CSV files, the Python API's rows and results see the logical ones."""
     name: str   # upper-cased
     type: Type
+    nullable: bool = False
+    flag_of: str | None = None
+
+
+def physical_columns(columns) -> tuple:
+    """Logical columns with a null-flag column inserted after each nullable one."""
+    from toaster.types import INT
+    out = []
+    for c in columns:
+        if c.flag_of is not None:
+            continue
+        out.append(c)
+        if c.nullable:
+            out.append(Column(c.name + NULL_FLAG, INT, False, c.name))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +58,15 @@ class RelationDecl:
     @property
     def types(self) -> tuple:
         return tuple(c.type for c in self.columns)
+
+    @property
+    def logical_columns(self) -> tuple:
+        """The columns as declared (without the null-flag columns)."""
+        return tuple(c for c in self.columns if c.flag_of is None)
+
+    @property
+    def has_nulls(self) -> bool:
+        return any(c.nullable for c in self.columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +99,15 @@ class QueryResult:
     limit: int | None = None
     checks: tuple = ()                   # tuple[(map, message)]: reading the result is an error
                                          # (the message) while a map has a nonzero entry
+    null_keys: tuple = ()                # tuple[(key index, flag key index)]: the key column is
+                                         # NULL where its flag column is 1; flag columns are not
+                                         # reported (toaster.engine folds them)
 
     @property
     def columns(self) -> tuple:
         return self.key_columns + self.value_columns
+
+    @property
+    def flag_keys(self) -> frozenset:
+        """Indexes of the key columns that are null flags of other key columns (not reported)."""
+        return frozenset(f for _, f in self.null_keys)

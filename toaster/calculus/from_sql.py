@@ -28,7 +28,8 @@ from toaster.calculus.implied import classes as _classes, column_equalities as _
 from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_aggregates, nullable_subqueries,
                                     refuse_null)
 from toaster.frontend.resolve import ResolvedQuery
-from toaster.schema import QueryResult, ResultColumn
+from toaster.schema import NULL_FLAG, QueryResult, ResultColumn
+from toaster.runtime.nulls import NULL_DATE
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
 
 
@@ -49,6 +50,17 @@ def column_var(ref: A.ColumnRef) -> Var:
     return Var(f"{ref.source}_{ref.name}", ref.type)
 
 
+def flag_var(ref: A.ColumnRef) -> Var:
+    """The null flag (1 = NULL) of a nullable column: the variable of its physical flag column."""
+    return Var(f"{ref.source}_{ref.name}{NULL_FLAG}", INT)
+
+
+def null_default(t) -> Const:
+    """The value a NULL holds (toaster.schema.Column): every NULL of a type is the same key."""
+    from toaster.types import DATE
+    return Const(NULL_DATE if t == DATE else "" if t == STRING else 0.0 if t == FLOAT else 0, t)
+
+
 def _unsupported(what: str, node=None):
     pos = getattr(node, "pos", None)
     return UnsupportedError(what, line=getattr(pos, "line", None) or None,
@@ -67,6 +79,7 @@ class Translator:
         self._enclosing: list[frozenset] = []   # FROM relations of the queries being translated
         self._var_source: dict = {}             # column variable -> the FROM factor binding it
         self.row_checks: list = []              # (violation count expr, message) per lookup subquery
+        self.flags: dict = {}                   # output/group variable -> its null flag variable
 
     def fresh(self, stem: str, t) -> Var:
         self.counter += 1
@@ -187,6 +200,9 @@ class Translator:
                 return _any([self.cond(a, aggs) for a in args], self.fresh)
             case A.BoolConst(v):
                 return ONE if v else ZERO
+            case A.IsNull(e, negated):
+                present = mk_prod(self.null_guards(e, aggs))     # 1 iff e is not NULL
+                return present if negated != negate else mk_sum([ONE, neg(present)])
         return self.predicate(c, aggs)
 
     def predicate(self, c, aggs):
@@ -222,7 +238,9 @@ class Translator:
         empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
         out = []
         for sub in nullable_subqueries(e, aggs):
-            for f in self.subquery_guard(sub):
+            guard = [Cmp("=", flag_var(sub), Const(0, INT))] if isinstance(sub, A.ColumnRef) \
+                else self.subquery_guard(sub)
+            for f in guard:
                 if f not in out:
                     out.append(f)
         return out
@@ -316,14 +334,28 @@ class Translator:
                 raise _unsupported("LIMIT inside a subquery", sel)
         return tuple(outs), expr
 
-    def target_vars(self, exprs, aggs, outputs: bool = True) -> tuple[list, list]:
+    def target_vars(self, exprs, aggs, outputs: bool = True, nulls: bool = False) -> tuple[list, list]:
+        """Output variables for exprs and the lifts defining them. An output that can be NULL is
+        refused unless `nulls` (a top-level result): then its null flag variable is recorded in
+        self.flags."""
         outs, lifts = [], []
         for e in exprs:
-            if outputs and nullable_subqueries(e, aggs):
-                raise refuse_null("a scalar subquery that can be empty in a result "
-                                  "or FROM-subquery column", e)
+            sources = nullable_subqueries(e, aggs) if outputs else []
+            if outputs and aggs is not None:
+                self.refuse_null_aggregates(e, aggs)
+            if sources and not nulls:
+                raise refuse_null("a NULL (a nullable column or a scalar subquery that can be empty) in a "
+                                  "FROM-subquery or set-operation column", e)
             if isinstance(e, A.ColumnRef) and column_var(e) not in outs and aggs is None:
                 outs.append(column_var(e))
+                if sources:
+                    self.flags[outs[-1]] = flag_var(e)
+                continue
+            if sources:
+                v, f, defs = self.nullable_value(e, aggs)
+                lifts += defs
+                self.flags[v] = f
+                outs.append(v)
                 continue
             pre, t = self.term(e, aggs)
             v = self.fresh("t", t.type)
@@ -331,21 +363,44 @@ class Translator:
             outs.append(v)
         return outs, lifts
 
+    def nullable_value(self, e, aggs=None) -> tuple:
+        """(v, f, factors): v is e's value and f its null flag; where e is NULL, v is the
+        type's NULL value, so all NULLs are one key."""
+        if isinstance(e, A.ColumnRef) and (aggs is None or e not in aggs):
+            return column_var(e), flag_var(e), []
+        pre, t = self.term(e, aggs)
+        v, f = self.fresh("t", t.type), self.fresh("null", INT)
+        present = mk_prod(self.null_guards(e, aggs))
+        value = mk_prod([present] + pre + [Lift(v, Value(t)), Lift(f, Value(Const(0, INT)))])
+        null = mk_prod([mk_sum([ONE, neg(present)]), Lift(v, Value(null_default(t.type))),
+                        Lift(f, Value(Const(1, INT)))])
+        return v, f, [mk_sum([value, null])]
+
+    def refuse_null_aggregates(self, e, aggs):
+        """A SUM/AVG/MIN/MAX over only NULLs is NULL: not supported yet in a FROM-subquery column."""
+        for call in _agg_calls([e]):
+            if call.func in ("SUM", "AVG", "MIN", "MAX") and any(nullable_subqueries(a) for a in call.args):
+                raise refuse_null(f"{call.func} of a nullable column in a FROM-subquery column", call)
+
     def group_keys(self, sel: A.Select) -> tuple[list, list, dict]:
         """Group variables, the lifts that define expression keys, and expr -> var."""
         gvars, lifts, by_expr = [], [], {}
         for g in sel.group_by:
-            if isinstance(g, A.ColumnRef):
+            f = None
+            if nullable_subqueries(g):      # NULL is one group: the value and its flag are keys
+                v, f, defs = self.nullable_value(g)
+                lifts += defs
+                self.flags[v] = f
+            elif isinstance(g, A.ColumnRef):
                 v = column_var(g)
             else:
-                if nullable_subqueries(g):
-                    raise refuse_null("a scalar subquery that can be empty in GROUP BY", g)
                 pre, t = self.term(g)
                 v = self.fresh("g", t.type)
                 lifts += pre + [Lift(v, Value(t))]
             by_expr[g] = v
-            if v not in gvars:
-                gvars.append(v)
+            for x in (v, f):
+                if x is not None and x not in gvars:
+                    gvars.append(x)
         return gvars, lifts, by_expr
 
     def agg_rows(self, sel: A.Select) -> tuple[list, object]:

@@ -16,7 +16,7 @@ from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, 
 from toaster.calculus.maps import Event, MapDecl
 from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.errors import SqlSyntaxError, SemanticError
-from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source
+from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source, physical_columns
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING, Type, date_to_int, type_from_name
 
 _GRAMMAR = r"""
@@ -24,7 +24,8 @@ program: item*
 ?item: relation | map_decl | result_decl | trigger
 relation: "CREATE" KIND NAME "(" col ("," col)* ")" source? ";"
 KIND: "STREAM" | "TABLE"
-col: NAME TYPE
+col: NAME TYPE NULLABLE?
+NULLABLE: "NULL"
 source: "FROM" "FILE" STRING "LINE" "DELIMITED" NAME "(" [param ("," param)*] ")"
 param: NAME ":=" STRING
 map_decl: "DECLARE" QROLE? "MAP" NAME "[" [tvar ("," tvar)*] "]" ":" TYPE ":=" expr ";"
@@ -40,6 +41,7 @@ rextra: "READS" "(" NAME ("," NAME)* ")"  -> reads
       | "ORDER" "BY" oitem ("," oitem)*     -> order
       | "LIMIT" SIGNED_INT                  -> limit
       | "CHECK" NAME STRING                 -> check
+      | "NULLFLAG" SIGNED_INT SIGNED_INT    -> nullflag
 oitem: rterm DESC?
 top_item: "@" SIGNED_INT DESC?
 DESC: "DESC"
@@ -199,6 +201,9 @@ class _Build(Transformer):
     def check(self, c):
         return ("check", (str(c[0]), str(c[1])[1:-1]))
 
+    def nullflag(self, c):
+        return ("nullflag", (int(c[0]), int(c[1])))
+
     def func(self, c):
         return Func(str(c[0]), tuple(a for a in c[2:] if a is not None), type_from_name(str(c[1])))
 
@@ -245,7 +250,7 @@ class _Build(Transformer):
         return Var(str(c[0]), type_from_name(str(c[1])))
 
     def col(self, c):
-        return Column(str(c[0]), type_from_name(str(c[1])))
+        return Column(str(c[0]), type_from_name(str(c[1])), nullable=len(c) > 2)
 
     def param(self, c):
         return (str(c[0]), str(c[1])[1:-1])
@@ -254,7 +259,7 @@ class _Build(Transformer):
         return Source(str(c[0])[1:-1], str(c[1]), tuple(p for p in c[2:] if p is not None))
 
     def relation(self, c):
-        cols = tuple(x for x in c[2:] if isinstance(x, Column))
+        cols = physical_columns(x for x in c[2:] if isinstance(x, Column))
         src = next((x for x in c[2:] if isinstance(x, Source)), None)
         return RelationDecl(str(c[1]), cols, str(c[0]).lower(), src)
 
@@ -277,16 +282,17 @@ class _Build(Transformer):
         vals = tuple(x for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], ResultColumn))
         extra = {x[0]: x[1] for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], str)}
         checks = tuple(x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "check")
+        null_keys = tuple(x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "nullflag")
         if not vals or len(vals[0]) == 2:
             return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), tuple(v[1] for v in vals),
-                               checks=checks)
+                               checks=checks, null_keys=null_keys)
         env = _TypeEnv({}, {})
         terms = tuple(_type_rterm(env, v[1]) for v in vals)
         having = _type_rterm(env, extra["having"]) if "having" in extra else None
         order = tuple((_type_rterm(env, t), d) for t, d in extra.get("order", ()))
         return QueryResult(str(c[0]), keys, tuple(v[0] for v in vals), extra.get("reads", ()),
                            order_by=order, value_terms=terms, group_map=extra.get("groups"),
-                           having=having, limit=extra.get("limit"), checks=checks)
+                           having=having, limit=extra.get("limit"), checks=checks, null_keys=null_keys)
 
     def tuple_event(self, c):
         kind = "insert" if str(c[0]) == "+" else "delete"

@@ -95,7 +95,7 @@ def _typed_vars(vs) -> str:
 
 
 def print_relation(r) -> str:
-    cols = ", ".join(f"{c.name} {c.type}" for c in r.columns)
+    cols = ", ".join(f"{c.name} {c.type}" + (" NULL" if c.nullable else "") for c in r.logical_columns)
     src = ""
     if r.source is not None:
         params = ", ".join(f"{k} := '{v}'" for k, v in r.source.params)
@@ -111,6 +111,7 @@ def print_map_decl(m) -> str:
 def print_query_result(q) -> str:
     keys = ", ".join(f"{c.name}:{c.type}" for c in q.key_columns)
     checks = "".join(f"\n  CHECK {m} '{message}'" for m, message in q.checks)
+    checks += "".join(f"\n  NULLFLAG {k} {f}" for k, f in q.null_keys)
     if q.value_terms is None:
         vals = ", ".join(f"{c.name}:{c.type} FROM {m}" for c, m in zip(q.value_columns, q.value_maps))
         return f"DECLARE RESULT {q.name} KEYS ({keys}) VALUES ({vals}){checks};"

@@ -60,6 +60,7 @@ class KeyRef:
 
 
 _CMP = COMPARISONS
+NULL_UNLESS = "null_unless"     # null_unless(value, present): NULL where present is 0
 
 
 class RowContext:
@@ -118,12 +119,18 @@ def eval_result(t, key: tuple, ctx: RowContext):
             return key[i]
         case Const(v, _):
             return v
+        case Func(name, (a, present), ty) if name == NULL_UNLESS:
+            return cast(eval_result(a, key, ctx), ty) if eval_result(present, key, ctx) else None
         case Arith("neg", (a,), _):
-            return -eval_result(a, key, ctx)
+            v = eval_result(a, key, ctx)
+            return None if v is None else -v
         case Arith("/", (a, b), _):
-            return divide(eval_result(a, key, ctx), eval_result(b, key, ctx))
+            x, y = eval_result(a, key, ctx), eval_result(b, key, ctx)
+            return None if x is None or y is None else divide(x, y)
         case Arith(op, args, ty):
             vals = [eval_result(a, key, ctx) for a in args]
+            if None in vals:          # NULL in, NULL out
+                return None
             if op == "+":
                 v = sum(vals)
             elif op == "-":
@@ -134,21 +141,27 @@ def eval_result(t, key: tuple, ctx: RowContext):
                     v *= x
             return float(v) if ty == FLOAT else v
         case Func(name, args, ty):
-            v = call(name, [eval_result(a, key, ctx) for a in args])
-            return cast(v, ty)
+            vals = [eval_result(a, key, ctx) for a in args]
+            return None if None in vals else cast(call(name, vals), ty)
         case Value(term):
             return eval_result(term, key, ctx)
         case Cmp(op, a, b):
-            return 1 if _CMP[op](eval_result(a, key, ctx), eval_result(b, key, ctx)) else 0
+            x, y = eval_result(a, key, ctx), eval_result(b, key, ctx)
+            return None if x is None or y is None else 1 if _CMP[op](x, y) else 0
         case Prod(fs):
-            v = 1
+            v, unknown = 1, False
             for f in fs:
-                v = v * eval_result(f, key, ctx)
+                x = eval_result(f, key, ctx)
+                if x is None:
+                    unknown = True
+                    continue
+                v = v * x
                 if v == 0:
-                    return 0
-            return v
+                    return 0      # false AND unknown is false
+            return None if unknown else v
         case Sum(ts):
-            return sum(eval_result(x, key, ctx) for x in ts)
+            vals = [eval_result(x, key, ctx) for x in ts]
+            return None if None in vals else sum(vals)
     raise TypeError(f"not a result term: {t!r}")
 
 

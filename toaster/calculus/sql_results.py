@@ -15,12 +15,12 @@ from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
+from toaster.calculus.results import NULL_UNLESS, GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.frontend.resolve import same_expr
 from toaster.frontend.nulls import condition_is_nullable, is_nullable, nullable_subqueries, refuse_null
-from toaster.schema import QueryResult, ResultColumn
+from toaster.schema import NULL_FLAG, QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
 
 
@@ -29,6 +29,8 @@ class _TopLevel:
         self.tr = tr
         self.q = q
         self.maps: list = []
+        self.null_keys: list = []      # (key index, flag key index)
+        self.key_flags: dict = {}      # key index -> its flag's key index
 
     def add_map(self, name: str, keys: tuple, body) -> MapDecl:
         for m in self.maps:
@@ -50,21 +52,35 @@ class _TopLevel:
             body = rows
         else:
             base = tr.body(sel)
-            outs, lifts = tr.target_vars([t.expr for t in sel.targets], None)
+            outs, lifts = tr.target_vars([t.expr for t in sel.targets], None, nulls=True)
             body = mk_prod(base + lifts)
         (count_name, _), = q.value_columns
+        outs = self.with_flags(outs)
         m = self.add_map(count_name, tuple(outs), body)
-        keys = tuple(ResultColumn(n, v.type) for (n, _), v in zip(q.key_columns, outs))
+        keys = self.key_cols(outs)
         value = ResultColumn(count_name, INT)
         distinct = isinstance(sel, A.SetOp) and sel.op != "UNION ALL" or getattr(sel, "distinct", False)
         order, limit = self.order_terms(keyed=[e for _, e in q.key_columns])
         if not distinct and not order and limit is None:
-            return QueryResult(q.name, keys, (value,), (m.name,))
+            return QueryResult(q.name, keys, (value,), (m.name,), null_keys=tuple(self.null_keys))
         term = MapValue(m.name, INT)
         if distinct:
             term = Cmp("!=", term, Const(0, INT))
         return QueryResult(q.name, keys, (value,), (m.name,), order_by=order, value_terms=(term,),
-                           group_map=m.name, limit=limit)
+                           group_map=m.name, limit=limit, null_keys=tuple(self.null_keys))
+
+    def with_flags(self, keys) -> list:
+        """The key variables followed by the null flags of the nullable ones (hidden key columns
+        that make every NULL one key; toaster.engine shows None where a flag is 1)."""
+        keys = list(keys)
+        nk = len(self.q.key_columns)
+        for i, v in enumerate(keys[:nk]):
+            f = self.tr.flags.get(v)
+            if f is not None:
+                self.null_keys.append((i, len(keys)))
+                self.key_flags[i] = len(keys)
+                keys.append(f)
+        return keys
 
     def setop_read_result(self) -> QueryResult:
         """A set operation with an ORDER BY ... LIMIT operand: one map per operand (each row's
@@ -114,17 +130,21 @@ class _TopLevel:
         for name, e in q.key_columns:
             if e in by_expr:
                 keys.append(by_expr[e])
+            elif nullable_subqueries(e):
+                v, f, defs = tr.nullable_value(e)
+                tr.flags[v] = f
+                extra += defs
+                keys.append(v)
             else:
-                if nullable_subqueries(e):
-                    raise refuse_null("a scalar subquery that can be empty in a key column", e)
                 pre, t = tr.term(e)
                 v = tr.fresh("k", t.type)
                 extra += pre + [Lift(v, Value(t))]
                 keys.append(v)
-        keys = tuple(keys)
+        keys = tuple(self.with_flags(keys))
         base = mk_prod(tr.body(sel) + glifts + extra)
         values = [e for _, e in q.value_columns]
-        simple = (all(isinstance(e, A.AggCall) and (e.func == "SUM" or (e.func == "COUNT" and not e.distinct))
+        simple = (all(isinstance(e, A.AggCall) and (e.func == "SUM" and not _null_arg(e)
+                                                     or (e.func == "COUNT" and not e.distinct))
                       for e in values)
                   and sel.having is None and not sel.order_by and sel.limit is None and not sel.distinct)
         if simple:
@@ -134,7 +154,7 @@ class _TopLevel:
                 body = mk_prod([rows, tr.value(e.args[0])]) if e.func == "SUM" else rows
                 names.append(self.add_map(name, keys, body).name)
             cols = tuple(ResultColumn(n, self.maps[i].type) for i, (n, _) in enumerate(q.value_columns))
-            return QueryResult(q.name, self.key_cols(keys), cols, tuple(names))
+            return QueryResult(q.name, self.key_cols(keys), cols, tuple(names), null_keys=tuple(self.null_keys))
         terms: dict = {}
         for i, call in enumerate(_agg_calls(values + [sel.having] + [o.expr for o in sel.order_by])):
             bare = [n for n, e in q.value_columns if e == call]
@@ -148,12 +168,23 @@ class _TopLevel:
         order, limit = self.order_terms(key_exprs, terms)
         read = tuple(m.name for m in self.maps)
         return QueryResult(q.name, self.key_cols(keys), cols, read, order_by=order,
-                           value_terms=value_terms, group_map=group_map, having=having, limit=limit)
+                           value_terms=value_terms, group_map=group_map, having=having, limit=limit,
+                           null_keys=tuple(self.null_keys))
 
     def key_cols(self, keys) -> tuple:
-        return tuple(ResultColumn(n, v.type) for (n, _), v in zip(self.q.key_columns, keys))
+        names = [n for n, _ in self.q.key_columns]
+        names += [names[i] + NULL_FLAG for i, _ in self.null_keys]
+        return tuple(ResultColumn(n, v.type) for n, v in zip(names, keys))
 
     def aggregate_term(self, call: A.AggCall, name: str, keys: tuple, base):
+        term = self._aggregate_term(call, name, keys, base)
+        if call.func in ("SUM", "AVG", "MIN", "MAX") and _null_arg(call):
+            # over only NULLs (rows with a NULL argument are left out) the aggregate is NULL
+            present = self.add_map(f"{name}_NONNULL", keys, self.tr.guarded(base, call.args))
+            return Func(NULL_UNLESS, (term, Cmp("!=", MapValue(present.name, INT), Const(0, INT))), _rtype(term))
+        return term
+
+    def _aggregate_term(self, call: A.AggCall, name: str, keys: tuple, base):
         tr = self.tr
         base = tr.guarded(base, call.args)     # rows with a NULL argument are left out
         match call.func:
@@ -192,6 +223,9 @@ class _TopLevel:
             return terms[e]
         if e in key_exprs:
             i = key_exprs.index(e)
+            if i in self.key_flags:      # a NULL key makes the term NULL
+                return Func(NULL_UNLESS, (KeyRef(i, self.key_type(i)),
+                                          Cmp("=", KeyRef(self.key_flags[i], INT), Const(0, INT))), self.key_type(i))
             return KeyRef(i, self.key_type(i))
         const = folded(e)
         if const is not None:
@@ -248,7 +282,12 @@ class _TopLevel:
         match c:
             case A.Comparison(op, l, r):
                 test = Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
-                guards = tuple(self.subquery_guard(s) for x in (l, r) for s in nullable_subqueries(x, terms))
+                guards = tuple(self.subquery_guard(s) for x in (l, r) for s in nullable_subqueries(x, terms)
+                               if isinstance(s, A.ScalarSubquery))
+                if _has_null(test) and negate:
+                    # unknown (NULL) is dropped at the top of HAVING and inside AND, but NOT and
+                    # OR need three-valued terms
+                    raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
                 return Prod(guards + (_not(test) if negate else test,)) if guards else test
             case A.And(args) if negate:
                 return _or([self.rcond(a, terms, key_exprs, True) for a in args])
@@ -257,7 +296,10 @@ class _TopLevel:
             case A.And(args):
                 return Prod(tuple(self.rcond(a, terms, key_exprs) for a in args))
             case A.Or(args):
-                return _or([self.rcond(a, terms, key_exprs) for a in args])
+                parts = [self.rcond(a, terms, key_exprs) for a in args]
+                if any(_has_null(p) for p in parts):
+                    raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
+                return _or(parts)
             case A.NotCond(a):
                 return self.rcond(a, terms, key_exprs, not negate)
             case A.BoolConst(v):
@@ -269,6 +311,9 @@ class _TopLevel:
         if isinstance(sel, A.SetOp):
             return (), None
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
+        for (t, _), o in zip(order, sel.order_by):
+            if _has_null(t):
+                raise _unsupported("ORDER BY a value that can be NULL", o.expr)
         return order, sel.limit
 
 
@@ -287,6 +332,19 @@ def _or(parts: list):
     for b in parts[1:]:
         acc = Sum((acc, b, Prod((Value(Const(-1, INT)), acc, b))))
     return acc
+
+
+def _null_arg(call) -> bool:
+    return any(nullable_subqueries(a) for a in call.args)
+
+
+def _has_null(t) -> bool:
+    """Whether the result term can be NULL (it reads a null_unless)."""
+    if isinstance(t, Func) and t.name == NULL_UNLESS:
+        return True
+    return any(_has_null(x) for x in getattr(t, "args", ()) or getattr(t, "factors", ()) or getattr(t, "terms", ())) \
+        or (isinstance(t, Cmp) and (_has_null(t.left) or _has_null(t.right))) \
+        or (isinstance(t, Value) and _has_null(t.term))
 
 
 def _sum_type(call):

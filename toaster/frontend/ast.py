@@ -36,6 +36,7 @@ class ColumnRef:
     pos: Pos = field(default=NOPOS, compare=False)
     source: str | None = None   # resolved FROM alias
     type: Type | None = None    # resolved type
+    nullable: bool = False      # resolved: the column is declared NULL (toaster.schema.Column)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +162,14 @@ class Quantified:
 class Like:
     expr: object
     pattern: str           # % any run, _ one character, whole string, case-sensitive
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull:
+    """expr IS [NOT] NULL: never unknown."""
+    expr: object
     negated: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 

@@ -1,11 +1,13 @@
-"""Where SQL's NULL of an empty scalar subquery can arise (issue 12).
+"""Where SQL's NULL can arise (issue 12): nullable columns and empty scalar subqueries.
 
-A scalar subquery over no rows is NULL unless its value is a COUNT: `(SELECT SUM(C) FROM S
-WHERE S.B = R.B)` with no matching row is NULL, and so is anything computed from it by
-arithmetic; a comparison with NULL is unknown (the row is dropped, and NOT keeps it dropped).
-toaster represents that NULL by a guard: a lifted count of the subquery's rows that must be
-nonzero (toaster.calculus.from_sql). Results have no NULL yet, so a NULL that would reach a
-key column, a function argument or a CASE value is refused (`not supported yet`).
+A column declared `NULL` is NULL where its null flag is 1 (toaster.schema.Column). A scalar
+subquery over no rows is NULL unless its value is a COUNT: `(SELECT SUM(C) FROM S WHERE S.B =
+R.B)` with no matching row is NULL. Anything computed from a NULL by arithmetic or a function is
+NULL; a comparison with NULL is unknown (the row is dropped, and NOT keeps it dropped).
+toaster represents "e is not NULL" by guards (toaster.calculus.from_sql.null_guards): a column's
+flag is 0, a subquery's lifted row count is nonzero. A NULL that would reach a place without
+NULL support yet (a CASE value; a subquery's NULL in a key column or function argument) is
+refused (`not supported yet`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ NULL_AGGREGATES = ("SUM", "AVG", "MIN", "MAX")   # NULL over no rows; COUNT is 0
 
 def refuse_null(what: str, node):
     pos = getattr(node, "pos", None)
-    return UnsupportedError(f"{what} (a scalar subquery that can be empty is NULL there)",
+    why = "a nullable column" if "nullable column" in what else "a scalar subquery that can be empty"
+    return UnsupportedError(f"{what} ({why} is NULL there)",
                             line=getattr(pos, "line", None) or None, column=getattr(pos, "column", None) or None)
 
 
@@ -41,55 +44,70 @@ def is_single_row(query) -> bool:
 def null_aggregates(e) -> list:
     """The outermost SUM/AVG/MIN/MAX calls of e (an expression over aggregates) that make e NULL
     over no rows; refused where such a call is a function argument or a CASE value."""
-    def null_aggregate(n):
+    def null_aggregate(n, where):
         if isinstance(n, A.AggCall) and n.func in NULL_AGGREGATES:
-            return f"{n.func} over no rows inside a function or CASE"
+            return f"{n.func} over no rows inside a function or CASE" if where != "arith" else ""
         return None
     return _null_sources(e, null_aggregate)
 
 
+# functions that can fail at run time on the zero a NULL column holds (a string that is no date)
+_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float")
+
+
 def nullable_subqueries(e, aggs=None) -> list:
-    """The nullable ScalarSubquery nodes whose NULL makes the value e NULL (through arithmetic),
-    outside aggregates of e's own query (their arguments are guarded where they are computed)
-    and outside nested queries. A nullable subquery inside a function argument or a CASE value
-    is refused; CASE conditions are conditions (guarded where they are translated)."""
-    def nullable_subquery(n):
+    """The NULL sources whose NULL makes the value e NULL: nullable ScalarSubquery nodes and
+    nullable ColumnRefs, reached through arithmetic and function arguments, outside aggregates
+    of e's own query (their arguments are guarded where they are computed) and outside nested
+    queries. Refused: a nullable subquery inside a function argument, any NULL source inside a
+    CASE value or a fallible function's argument; CASE conditions are conditions (guarded where
+    they are translated)."""
+    def nullable_subquery(n, where):
         if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
-            return "a scalar subquery that can be empty inside a function argument or a CASE value"
+            if where != "arith":
+                return "a scalar subquery that can be empty inside a function argument or a CASE value"
+            return ""
+        if isinstance(n, A.ColumnRef) and n.nullable:
+            if where == "case":
+                return f"the nullable column {n.name} inside a CASE value"
+            if where in _FALLIBLE:
+                return f"the nullable column {n.name} as an argument of {where}"
+            return ""
         return None
     return _null_sources(e, nullable_subquery, skip=aggs)
 
 
 def _null_sources(e, source, skip=None) -> list:
-    """The nodes of e for which source(node) names a NULL source, reached through arithmetic
-    only; one met inside a function argument or a CASE value is refused with that name."""
+    """The nodes of e for which source(node, where) is not None, reached through arithmetic
+    ("arith"), function arguments (the function's name) and CASE values ("case"); a nonempty
+    answer names a NULL source refused there."""
     out: list = []
 
-    def walk(n, strict: bool):
-        if skip is not None and n in skip:
+    def walk(n, where: str):
+        if skip is not None and n in skip and not (isinstance(n, A.ColumnRef) and n.nullable):
             return
-        what = source(n)
+        what = source(n, where)
         if what is not None:
-            if not strict:
+            if what:
                 raise refuse_null(what, n)
             if n not in out:
                 out.append(n)
             return
         match n:
             case A.BinaryOp(_, l, r):
-                walk(l, strict)
-                walk(r, strict)
+                walk(l, where)
+                walk(r, where)
             case A.Negate(a):
-                walk(a, strict)
-            case A.FuncCall(_, args):
+                walk(a, where)
+            case A.FuncCall(name, args):
                 for a in args:
-                    walk(a, False)
+                    walk(a, "case" if where == "case" else name)
             case A.Case(whens, else_):
                 for _, v in whens:
-                    walk(v, False)
+                    walk(v, "case")
                 if else_ is not None:
-                    walk(else_, False)
-    walk(e, True)
+                    walk(else_, "case")
+    walk(e, "arith")
     return out
 
 

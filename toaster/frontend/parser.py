@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from toaster.errors import SqlSyntaxError, UnsupportedError, ToasterError, SemanticError
 from toaster.frontend import ast as A
-from toaster.schema import Column, RelationDecl, Source
+from toaster.schema import Column, RelationDecl, Source, physical_columns
 from toaster.types import INT, FLOAT, DATE, STRING, Type, type_from_name, date_to_int
 
 
@@ -107,17 +107,24 @@ class _ToAst(Transformer):
                 cols.append(c)
             elif isinstance(c, Source):
                 source = c
+        cols = physical_columns(cols)
         names = [c.name for c in cols]
         for i, n in enumerate(names):
             if n in names[:i]:
-                raise SemanticError(f"duplicate column {n} in {name_tok.upper()}",
+                raise SemanticError(f"duplicate column {n} in {name_tok.upper()}"
+                                    + (" (the null flag of a nullable column)" if cols[i].flag_of else ""),
                                     line=name_tok.line, column=name_tok.column)
         decl = RelationDecl(str(name_tok).upper(), tuple(cols), str(kind_tok).lower(), source)
         return A.CreateRelation(decl, _mpos(meta))
 
     def column_def(self, children):
-        name, t = children
-        return Column(str(name).upper(), t)
+        name, t = children[0], children[1]
+        # `NULL` declares a nullable column; plain and NOT NULL columns never hold NULL, as in
+        # DBToaster's dialect, and cost nothing extra
+        return Column(str(name).upper(), t, nullable=len(children) > 2 and children[2])
+
+    def null_spec(self, children):
+        return not any(isinstance(c, Token) and c.type == "NOT" for c in children)
 
     def type_name(self, children):
         tok = children[0]
@@ -342,7 +349,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def is_null(self, meta, children):
-        _unsupported("IS NULL (NULLs)", _mpos(meta))
+        return A.IsNull(children[0], _has(children, "NOT"), _mpos(meta))
 
     def true_cond(self, children):
         return A.BoolConst(True, _pos(children[0]))

@@ -141,6 +141,8 @@ class _Printer:
             case A.Quantified(op, e, quant, q):
                 op = "<>" if (op == "!=" and self.duck) else op
                 return f"{self.expr(e)} {op} {'ANY' if (quant == 'SOME' and self.duck) else quant} ({self.query(q)})"
+            case A.IsNull(e, neg):
+                return f"{self.expr(e)} IS {'NOT ' if neg else ''}NULL"
             case A.Like(e, pattern, neg):
                 return f"{self.expr(e)} {'NOT ' if neg else ''}LIKE '{pattern.replace(chr(39), chr(39) * 2)}'"
         raise TypeError(f"cannot print {c!r}")
@@ -206,7 +208,7 @@ def print_sql_program(relations, queries) -> str:
     """The `sql` stage dump: declarations and resolved queries with their result shapes."""
     lines = []
     for r in relations:
-        cols = ", ".join(f"{c.name} {c.type}" for c in r.columns)
+        cols = ", ".join(f"{c.name} {c.type}" + (" NULL" if c.nullable else "") for c in r.logical_columns)
         src = ""
         if r.source is not None:
             params = ", ".join(f"{k} := '{v}'" for k, v in r.source.params)

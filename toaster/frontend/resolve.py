@@ -95,6 +95,7 @@ class _Source:
     written: str               # the alias as written in this FROM
     alias: str                 # program-unique alias
     columns: tuple             # tuple[(name, Type)]
+    nullable: frozenset = frozenset()   # names of the columns that can hold NULL
 
 
 def _unordered(q):
@@ -116,7 +117,7 @@ class _Scope:
                     t = dict(src.columns).get(ref.name)
                     if t is None:
                         raise _err(f"{ref.qualifier} has no column {ref.name}", ref)
-                    return replace(ref, source=src.alias, type=t)
+                    return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
                 scope = scope.parent
             raise _err(f"unknown relation or alias {ref.qualifier}", ref)
         while scope is not None:
@@ -127,7 +128,7 @@ class _Scope:
                     raise _err(f"ambiguous column {ref.name} (in {', '.join(s.written for s, _ in hits)})", ref)
             if hits:
                 src, t = hits[0]
-                return replace(ref, source=src.alias, type=t)
+                return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
             scope = scope.parent
         raise _err(f"unknown column {ref.name}", ref)
 
@@ -286,18 +287,20 @@ class _Resolver:
                     raise _err(f"unknown relation {relation}", item)
                 if relation not in self.visible_relations:
                     raise _err(f"unknown relation {relation} (it is declared after this statement)", item)
-                columns = tuple((c.name, c.type) for c in decl.columns)
+                columns = tuple((c.name, c.type) for c in decl.logical_columns)
+                nullable = frozenset(c.name for c in decl.logical_columns if c.nullable)
                 new = None
             case A.SubqueryItem(query, written):
                 new_query = self.query(query, parent, True)
                 columns = output_columns(new_query)
+                nullable = frozenset()     # nullable outputs of FROM subqueries are refused (from_sql)
                 new = new_query
             case _:
                 raise _err(f"unexpected FROM item {type(item).__name__}", item, UnsupportedError)
         if any(s.written == written for s in sources):
             raise _err(f"duplicate relation name {written} in FROM (use aliases)", item)
         alias = self.unique_alias(written)
-        sources.append(_Source(written, alias, columns))
+        sources.append(_Source(written, alias, columns, nullable))
         if isinstance(item, A.RelItem):
             self.statement_relations.append((alias, decl))
             items.append(A.RelItem(item.relation, alias, item.pos))
@@ -313,7 +316,7 @@ class _Resolver:
             srcs = [s for s in scope.sources if s.written == star.qualifier]
             if not srcs:
                 raise _err(f"unknown relation or alias {star.qualifier}", star)
-        return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t), n, star.pos)
+        return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t, n in s.nullable), n, star.pos)
                 for s in srcs for n, t in s.columns]
 
     def every_from_column(self, call: A.AggCall, scope: _Scope) -> tuple:
@@ -474,6 +477,8 @@ class _Resolver:
             case A.Exists(query):
                 q2, _ = self.subquery(query, scope, "EXISTS", False)
                 return replace(c, query=q2)
+            case A.IsNull(expr):
+                return replace(c, expr=self.expr(expr, scope, no_agg))
             case A.Like(expr):
                 e2 = self.expr(expr, scope, no_agg)
                 if e2.type != STRING:
@@ -506,8 +511,8 @@ def _natural_equalities(left: list, right: list, merged: dict, pos) -> list:
             rep = merged.get((l.alias, name), (l.alias, name))
             merged[(r.alias, name)] = rep
             merged.setdefault((l.alias, name), rep)
-            out.append(A.Comparison("=", A.ColumnRef(l.written, name, pos, l.alias, u),
-                                    A.ColumnRef(r.written, name, pos, r.alias, t), pos))
+            out.append(A.Comparison("=", A.ColumnRef(l.written, name, pos, l.alias, u, name in l.nullable),
+                                    A.ColumnRef(r.written, name, pos, r.alias, t, name in r.nullable), pos))
     return out
 
 
