@@ -189,7 +189,16 @@ class Translator:
                 return self.cond(a, aggs, not negate)
             case A.InQuery(e) | A.Quantified(expr=e) | A.Like(e) if condition_is_nullable(c, aggs):
                 test = self.predicate(c, aggs)
-                return mk_prod(self.null_guards(e, aggs) + [mk_sum([ONE, neg(test)]) if negate else test])
+                guards = self.null_guards(e, aggs)
+                out = mk_prod(guards + [mk_sum([ONE, neg(test)]) if negate else test])
+                # over an empty subquery NULL IN / op SOME is false and op ALL is true, not unknown
+                empty_true = c.negated if isinstance(c, A.InQuery) else \
+                    isinstance(c, A.Quantified) and c.quantifier == "ALL"
+                if not isinstance(c, A.Like) and negate != empty_true:
+                    _, rows = self.rows(c.query)
+                    out = mk_sum([out, mk_prod([mk_sum([ONE, neg(mk_prod(guards))]),
+                                                self._count_test(AggSum((), rows), True)])])
+                return out
             case A.And(args):
                 return mk_prod([self.cond(a, aggs) for a in args])
             case A.Or(args) if _mutually_exclusive(args):

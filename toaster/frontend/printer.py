@@ -101,8 +101,8 @@ class _Printer:
         if func == "AVG":
             inner = f"CAST({inner} AS DOUBLE)"
         s = f"{func}({'DISTINCT ' if distinct else ''}{inner})"
-        if self.sql_nulls:
-            return s
+        if self.sql_nulls or any(nullable_subqueries(a) for a in args):
+            return s       # over only NULLs (or no rows in a scalar subquery) SQL's NULL, as toaster's
         return f"COALESCE({s}, 0)" if e.type is not None and e.type.is_numeric else s
 
     def func(self, e: A.FuncCall) -> str:

@@ -98,14 +98,15 @@ def _check(engine, oracle, queries, oracle_sql, backend, mode, n, batch, report)
             continue          # both refuse: a scalar subquery returned more than one row
         report.rows_checked += len(expected)
         nonempty = nonempty or bool(got.rows)
-        diffs = compare_results(got, expected, len(q.key_columns))
+        strict = any(d.has_nulls for d in engine.relations.values())
+        diffs = compare_results(got, expected, got.key_columns, strict_nulls=strict)
         if diffs:
             where = "before any batch" if batch is None else \
                 f"after batch {n} ({batch.relation}, {len(batch)} rows, {int((batch.signs < 0).sum())} deletes)"
             raise AssertionError(
                 f"backend {backend!r}, mode {mode!r}: result {q.name} differs from DuckDB {where}\n"
                 f"oracle SQL: {sql}\n"
-                + format_differences(q.name, got.columns, len(q.key_columns), diffs, got.types))
+                + format_differences(q.name, got.columns, got.key_columns, diffs, got.types))
     if nonempty:
         report.nonempty_checks += 1
 

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Mapping, Sequence
 
 from toaster.runtime.batch import Batch
+from toaster.runtime.nulls import physical_rows
 from toaster.schema import RelationDecl
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
 
@@ -44,7 +45,9 @@ def value_domain(decl: RelationDecl, col_index: int, domains: Mapping | None = N
 
 
 def random_row(rng: random.Random, decl: RelationDecl, domains: Mapping | None = None) -> tuple:
-    return tuple(rng.choice(value_domain(decl, j, domains)) for j in range(len(decl.columns)))
+    """A logical row: a nullable column is NULL (None) about as often as each of its values."""
+    return tuple(rng.choice(value_domain(decl, j, domains) + ((None,) if c.nullable else ()))
+                 for j, c in enumerate(decl.columns) if c.flag_of is None)
 
 
 def random_stream(relations: Sequence[RelationDecl], *, seed: int = 0, n_batches: int = 20,
@@ -58,7 +61,7 @@ def random_stream(relations: Sequence[RelationDecl], *, seed: int = 0, n_batches
     for d in relations:
         if d.kind == "table":
             rows = [random_row(rng, d, domains) for _ in range(table_rows)]
-            out.append(Batch.from_rows(d.name, d.types, rows))
+            out.append(Batch.from_rows(d.name, d.types, physical_rows(d, rows)))
     streams = [d for d in relations if d.kind != "table"]
     if not streams:
         return out
@@ -82,7 +85,7 @@ def random_stream(relations: Sequence[RelationDecl], *, seed: int = 0, n_batches
                 held[row] += 1
                 rows.append(row)
                 signs.append(1)
-        out.append(Batch.from_rows(d.name, d.types, rows, signs))
+        out.append(Batch.from_rows(d.name, d.types, physical_rows(d, rows), signs))
     return out
 
 

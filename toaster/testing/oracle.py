@@ -19,13 +19,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from toaster.engine import ResultTable
 from toaster.runtime.batch import Batch, NUMPY_DTYPES
+from toaster.runtime.nulls import logical_rows, physical_rows
 from toaster.schema import RelationDecl
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL, int_to_date
 
 DUCKDB_TYPES = {INT: "BIGINT", FLOAT: "DOUBLE", DATE: "DATE", STRING: "VARCHAR", BOOL: "BOOLEAN"}
+ARROW_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), DATE: pa.int64(), STRING: pa.string(), BOOL: pa.bool_()}
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9
@@ -60,7 +63,7 @@ class Oracle:
 
     def load(self, relation: str, rows) -> None:
         d = self.relations[relation.upper()]
-        self.apply(Batch.from_rows(d.name, d.types, rows))
+        self.apply(Batch.from_rows(d.name, d.types, physical_rows(d, list(rows))))
 
     def query(self, sql: str) -> list[tuple]:
         self._sync()
@@ -81,20 +84,27 @@ class Oracle:
         if bad:
             raise AssertionError(f"oracle: relation {d.name} has negative multiplicities, e.g. {bad[:3]} "
                                  "(the stream deletes tuples that are not present)")
-        cols = ", ".join(f"{_q(c.name)} {DUCKDB_TYPES[c.type]}" for c in d.columns)
+        logical = d.logical_columns
+        cols = ", ".join(f"{_q(c.name)} {DUCKDB_TYPES[c.type]}" for c in logical)
         self.con.execute(f"CREATE OR REPLACE TABLE {_q(d.name)} ({cols})")
         if not held:
             return
         tuples = list(held)
         counts = np.array([held[t] for t in tuples], dtype=np.int64)
         arrays = {}
-        for j, c in enumerate(d.columns):
-            col = np.empty(len(tuples), dtype=NUMPY_DTYPES[c.type])
-            col[:] = [t[j] for t in tuples]
-            arrays[f"c{j}"] = np.repeat(col, counts)
+        if d.has_nulls:      # NULLs as Arrow nulls (numpy columns cannot hold them)
+            rows = logical_rows(d, tuples)
+            index = np.repeat(np.arange(len(rows)), counts)
+            arrays = pa.table({f"c{j}": pa.array([rows[i][j] for i in index], ARROW_TYPES[c.type])
+                               for j, c in enumerate(logical)})
+        else:
+            for j, c in enumerate(d.columns):
+                col = np.empty(len(tuples), dtype=NUMPY_DTYPES[c.type])
+                col[:] = [t[j] for t in tuples]
+                arrays[f"c{j}"] = np.repeat(col, counts)
         self.con.register("__oracle_input", arrays)
         try:
-            exprs = ", ".join(_from_input(f"c{j}", c.type) for j, c in enumerate(d.columns))
+            exprs = ", ".join(_from_input(f"c{j}", c.type) for j, c in enumerate(logical))
             self.con.execute(f"INSERT INTO {_q(d.name)} SELECT {exprs} FROM __oracle_input")
         finally:
             self.con.unregister("__oracle_input")
@@ -132,8 +142,12 @@ def _show(vals) -> str:
     return "(missing)" if vals is None else repr(vals)
 
 
-def values_equal(a, b) -> bool:
-    """Numbers equal up to REL_TOL/ABS_TOL (NaN equals NaN, None counts as 0); others exactly."""
+def values_equal(a, b, strict_nulls: bool = False) -> bool:
+    """Numbers equal up to REL_TOL/ABS_TOL (NaN equals NaN); others exactly. None (NULL) counts
+    as 0 -- DuckDB's SUM over no rows is NULL where DBToaster's is 0 -- unless strict_nulls
+    (a program with nullable columns, whose engines report NULLs): then None equals only None."""
+    if strict_nulls and (a is None or b is None):
+        return a is None and b is None
     a = 0 if a is None else a
     b = 0 if b is None else b
     if isinstance(a, (int, float, np.integer, np.floating)) and isinstance(b, (int, float, np.integer, np.floating)) \
@@ -147,8 +161,8 @@ def values_equal(a, b) -> bool:
     return a == b
 
 
-def _is_zero(v) -> bool:
-    return values_equal(v, 0)
+def _is_zero(v, strict_nulls: bool = False) -> bool:
+    return values_equal(v, 0, strict_nulls)
 
 
 def _norm_key(k: tuple, types: Sequence[Type] | None) -> tuple:
@@ -166,7 +180,8 @@ def _norm_key(k: tuple, types: Sequence[Type] | None) -> tuple:
     return tuple(out)
 
 
-def compare_results(engine_result: ResultTable, duckdb_rows, key_columns: int | None = None) -> list[Difference]:
+def compare_results(engine_result: ResultTable, duckdb_rows, key_columns: int | None = None,
+                    strict_nulls: bool = False) -> list[Difference]:
     """Differences between an engine's result table and the oracle's rows ([] if they agree).
 
     Rows are keyed by their first key_columns columns (default: engine_result.key_columns);
@@ -197,17 +212,17 @@ def compare_results(engine_result: ResultTable, duckdb_rows, key_columns: int | 
     diffs = []
     for k in sorted(set(mine) | set(theirs), key=_key_order):
         a, b = mine.get(k), theirs.get(k)
-        a_zero = a is None or all(_is_zero(v) for v in a)
-        b_zero = b is None or all(_is_zero(v) for v in b)
+        a_zero = a is None or all(_is_zero(v, strict_nulls) for v in a)
+        b_zero = b is None or all(_is_zero(v, strict_nulls) for v in b)
         if a_zero and b_zero:
             continue
-        if a_zero != b_zero or not all(values_equal(x, y) for x, y in zip(a, b)):
+        if a_zero != b_zero or not all(values_equal(x, y, strict_nulls) for x, y in zip(a, b)):
             diffs.append(Difference(k, None if a_zero else a, None if b_zero else b))
     return diffs
 
 
 def _key_order(k):
-    return tuple((0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, str(v)) for v in k)
+    return tuple((2, 0, "") if v is None else (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, str(v)) for v in k)
 
 
 def format_differences(name: str, columns: Sequence[str], key_columns: int, diffs: Sequence[Difference],
