@@ -60,7 +60,7 @@ class KeyRef:
 
 
 _CMP = COMPARISONS
-NULL_UNLESS = "null_unless"     # null_unless(value, present): NULL where present is 0
+NULL_UNLESS = "null_unless"     # null_unless(value, present): NULL where present is 0 (a count or 1 - flag)
 
 
 class RowContext:

@@ -181,7 +181,7 @@ class _TopLevel:
         if call.func in ("SUM", "AVG", "MIN", "MAX") and _null_arg(call):
             # over only NULLs (rows with a NULL argument are left out) the aggregate is NULL
             present = self.add_map(f"{name}_NONNULL", keys, self.tr.guarded(base, call.args))
-            return Func(NULL_UNLESS, (term, Cmp("!=", MapValue(present.name, INT), Const(0, INT))), _rtype(term))
+            return Func(NULL_UNLESS, (term, MapValue(present.name, INT)), _rtype(term))
         return term
 
     def _aggregate_term(self, call: A.AggCall, name: str, keys: tuple, base):
@@ -224,8 +224,8 @@ class _TopLevel:
         if e in key_exprs:
             i = key_exprs.index(e)
             if i in self.key_flags:      # a NULL key makes the term NULL
-                return Func(NULL_UNLESS, (KeyRef(i, self.key_type(i)),
-                                          Cmp("=", KeyRef(self.key_flags[i], INT), Const(0, INT))), self.key_type(i))
+                present = Arith("-", (Const(1, INT), KeyRef(self.key_flags[i], INT)), INT)
+                return Func(NULL_UNLESS, (KeyRef(i, self.key_type(i)), present), self.key_type(i))
             return KeyRef(i, self.key_type(i))
         const = folded(e)
         if const is not None:
