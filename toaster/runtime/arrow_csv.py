@@ -77,7 +77,8 @@ class _Layout:
             out["f0"] = pa.int64()          # seq
         if fast:
             for j in self.read:
-                out[f"f{self.lead + j}"] = _FAST_TYPES[self.decl.columns[j].type]
+                if not self.decl.columns[j].nullable:      # nullable: empty fields, read as text
+                    out[f"f{self.lead + j}"] = _FAST_TYPES[self.decl.columns[j].type]
         return out
 
 
@@ -187,6 +188,10 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
     for j in layout.read:
         col = table.column(f"f{layout.lead + j}")
         t = layout.decl.columns[j].type
+        if layout.decl.columns[j].nullable:
+            columns[j], ok = _with_nulls(t, col)
+            bad |= ~ok
+            continue
         if fast and t != BOOL:
             if t == DATE:
                 days = _np(col).astype("datetime64[D]").view(np.int64)
@@ -201,6 +206,19 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
         bad |= ~ok
     first = int(np.argmax(bad)) if bad.any() else None
     return columns, signs, seq, first
+
+
+_NULL_TEXT = {INT: "0", FLOAT: "0", DATE: "0001-01-01", BOOL: "false"}
+
+
+def _with_nulls(t, col):
+    """(Arrow array with nulls where the field is empty, ok mask) of a nullable column: an empty
+    field is NULL, as in DuckDB's CSV reader (toaster.runtime.nulls makes the flags)."""
+    empty = _np(pc.equal(pc.utf8_trim(col, " \t"), ""))
+    if t == STRING:
+        return pc.if_else(pa.array(empty), pa.scalar(None, pa.string()), col), np.ones(len(empty), dtype=bool)
+    values, ok = _from_strings(t, pc.if_else(pa.array(empty), _NULL_TEXT[t], col))
+    return pa.array(values, mask=empty), ok | empty
 
 
 def _from_strings(t, col):

@@ -27,6 +27,7 @@ import numpy as np
 from toaster.errors import InputError, UnsupportedError
 from toaster.runtime.arrow_csv import arrow_supports, read_csv_file
 from toaster.runtime.batch import Batch, NUMPY_DTYPES
+from toaster.runtime.nulls import logical_decl, logical_needed, physical_batch
 from toaster.schema import RelationDecl
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
 
@@ -58,6 +59,12 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
     InputError once the batches before its batch have been produced."""
     if batch_size is not None and batch_size <= 0:
         raise ValueError("batch_size must be positive")
+    if len(decl.columns) != len(decl.logical_columns):
+        # the file holds the logical columns (an empty field of a nullable column is NULL);
+        # engines get the physical ones (toaster.runtime.nulls)
+        yield from (physical_batch(decl, b) for b in
+                    iter_source(logical_decl(decl), batch_size, base_dir, logical_needed(decl, columns)))
+        return
     src = decl.source
     if src is None:
         raise InputError(f"relation {decl.name} has no FROM FILE source")
@@ -166,7 +173,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
     columns = []
     for j, col in enumerate(decl.columns):
         try:
-            columns.append(_convert_column(col.type, fields_by_col[j]))
+            columns.append(_convert_column(col.type, fields_by_col[j], col.nullable))
         except (ValueError, OverflowError):
             columns.append(None)       # located below, row by row
     if any(c is None for c in columns):
@@ -174,7 +181,11 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
     return Batch(decl.name, signs, tuple(columns), seq)
 
 
-def _convert_column(t: Type, texts: list[str]) -> np.ndarray:
+def _convert_column(t: Type, texts: list[str], nullable: bool = False) -> np.ndarray:
+    if nullable:       # an empty field is NULL (None), as in DuckDB's CSV reader
+        arr = np.empty(len(texts), dtype=object)
+        arr[:] = [None if not s.strip(" \t") else parse_field(t, s) for s in texts]
+        return arr
     dtype = NUMPY_DTYPES[t]
     if t == STRING:
         arr = np.empty(len(texts), dtype=object)
@@ -250,6 +261,8 @@ def _raise_field_error(decl, lines, delim, lead, path):
         fields = line.split(delim)
         for j, col in enumerate(decl.columns):
             text = fields[lead + j]
+            if col.nullable and not text.strip(" \t"):
+                continue           # NULL
             try:
                 parse_field(col.type, text)
             except (ValueError, OverflowError) as e:

@@ -4,10 +4,11 @@ an INT null flag right after it (toaster.schema.Column).
 """
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pyarrow as pa
 
-from toaster.errors import InputError
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING
 
 NULL_DATE = 10101          # 0001-01-01: a valid date, so NULL rows pass the calendar check
@@ -57,29 +58,48 @@ def physical_batch(decl, batch):
         if not c.nullable:
             cols.append(col)
             continue
-        if col is None:
-            raise InputError(f"{decl.name}: nullable column {c.name} must be given (with its NULLs)")
+        if col is None:            # not read by the engine: neither is its flag
+            cols += [None, None]
+            continue
         values, flags = _split_nulls(c.type, col)
         cols += [values, flags]
     return Batch(batch.relation, batch.signs, tuple(cols), batch.seq)
 
 
 def _split_nulls(t, col):
+    """(values with the type's NULL value where NULL, int64 flags) of a logical column."""
     if isinstance(col, (pa.Array, pa.ChunkedArray)):
         mask = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        if mask.any():
-            fill = pa.scalar(null_value(t) if t != DATE else None, type=col.type) if t != DATE else None
-            col = col.fill_null(fill) if fill is not None else col
-        values = col
-        if t == DATE and mask.any():
-            values = np.array([null_value(t) if m else v for v, m in zip(col.to_pylist(), mask)], dtype=object)
-    else:
-        arr = np.asarray(col, dtype=object) if not isinstance(col, np.ndarray) or col.dtype == object else col
-        if arr.dtype == object:
-            mask = np.array([v is None for v in arr], dtype=bool)
-            values = arr.copy()
-            values[mask] = null_value(t)
+        if not mask.any():
+            return col, mask.astype(np.int64)
+        if pa.types.is_date(col.type):
+            fill = pa.scalar(datetime.date(1, 1, 1), col.type)
         else:
-            mask = np.isnan(arr) if arr.dtype.kind == "f" and t != FLOAT else np.zeros(len(arr), dtype=bool)
-            values = arr
+            fill = pa.scalar(null_value(t), col.type if not pa.types.is_dictionary(col.type) else pa.string())
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(pa.string())
+        return col.fill_null(fill), mask.astype(np.int64)
+    arr = np.asarray(col) if isinstance(col, np.ndarray) else np.asarray(list(col), dtype=object)
+    if arr.dtype != object:
+        return arr, np.zeros(len(arr), dtype=np.int64)
+    mask = np.array([v is None for v in arr], dtype=bool)
+    values = arr.copy()
+    values[mask] = null_value(t)
+    if t != STRING and not mask.all():
+        values = values.tolist()     # Python values, checked by type as any object column
+        values = np.array(values, dtype=object)
     return values, mask.astype(np.int64)
+
+
+def logical_decl(decl):
+    """decl as its source file has it: the logical columns (nullable ones still marked)."""
+    from dataclasses import replace
+    return replace(decl, columns=decl.logical_columns)
+
+
+def logical_needed(decl, needed):
+    """Per logical column whether it is read, from per-physical-column flags (or None)."""
+    if needed is None:
+        return None
+    return tuple(need or (c.nullable and needed[j + 1])
+                 for j, (c, need) in enumerate(zip(decl.columns, needed)) if c.flag_of is None)

@@ -31,7 +31,9 @@ def format_results(results: Sequence[ResultTable], fmt: str = "table") -> str:
 
 
 def cell_text(v, t) -> str:
-    """The display text of one value of type t."""
+    """The display text of one value of type t (NULL for a NULL)."""
+    if v is None:
+        return "NULL"
     v = display_value(v, t)
     if t == FLOAT:
         return repr(float(v))
@@ -72,7 +74,7 @@ def format_csv(results: Sequence[ResultTable]) -> str:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(r.columns)
         for row in r.rows:
-            w.writerow([cell_text(v, t) for v, t in zip(row, r.types)])
+            w.writerow(["" if v is None else cell_text(v, t) for v, t in zip(row, r.types)])   # NULL: empty
         blocks.append(buf.getvalue())
     return "\n".join(blocks)
 
