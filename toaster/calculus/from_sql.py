@@ -108,6 +108,11 @@ class Translator:
                 return f, Arith("neg", (ta,), t)
             case A.AggCall():
                 raise _unsupported("an aggregate in this position", e)
+            case A.FuncCall("coalesce", args, _, t):
+                z = self.fresh("coalesce", t)
+                return [self.coalesce_branches(z, args, aggs)], z
+            case A.FuncCall("nullif", args, _, t):
+                return self.term(args[0], aggs)     # NULL where equal: null_guards
             case A.FuncCall(name, args, _, t):
                 nullable_subqueries(e, aggs)        # refuses a NULL argument
                 pre, terms = [], []
@@ -163,6 +168,22 @@ class Translator:
         else:
             raise _unsupported(f"CASE without ELSE with {z.type} results", node)
         branches.append(mk_prod(none_before + pre + [Lift(z, Value(t))]))
+        return mk_sum(branches)
+
+    def coalesce_branches(self, z: Var, args, aggs):
+        """COALESCE as a sum of branches binding z: the first argument that is not NULL (all
+        NULL: the type's NULL value, where null_guards makes the COALESCE NULL)."""
+        branches, none_before = [], []
+        for a in args:
+            present = mk_prod(self.null_guards(a, aggs))
+            pre, t = self.term(a, aggs)
+            if z.type == FLOAT and t.type != FLOAT:      # an int argument of a float COALESCE
+                t = Func("cast_float", (t,), FLOAT)
+            branches.append(mk_prod(none_before + [present] + pre + [Lift(z, Value(t))]))
+            if present == ONE:
+                return mk_sum(branches)
+            none_before = none_before + [mk_sum([ONE, neg(present)])]
+        branches.append(mk_prod(none_before + [Lift(z, Value(null_default(z.type)))]))
         return mk_sum(branches)
 
     # --------------------------------------------------------- conditions
@@ -247,8 +268,26 @@ class Translator:
         empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
         out = []
         for sub in nullable_subqueries(e, aggs):
-            guard = [Cmp("=", flag_var(sub), Const(0, INT))] if isinstance(sub, A.ColumnRef) \
-                else self.subquery_guard(sub)
+            if isinstance(sub, A.ColumnRef):
+                guard = [Cmp("=", flag_var(sub), Const(0, INT))]
+            elif isinstance(sub, A.FuncCall) and sub.name == "coalesce":     # some argument present
+                guard = [_any([mk_prod(self.null_guards(a, aggs)) for a in sub.args], self.fresh)]
+            elif isinstance(sub, A.Case):            # the value the CASE takes is present
+                parts, none_before = [], []
+                for c, v in sub.whens:
+                    taken = self.cond(c, aggs)
+                    parts.append(mk_prod(none_before + [taken] + self.null_guards(v, aggs)))
+                    none_before = none_before + [mk_sum([ONE, neg(taken)])]
+                parts.append(mk_prod(none_before + (self.null_guards(sub.else_, aggs) if sub.else_ is not None else [])))
+                guard = [mk_sum(parts)]
+            elif isinstance(sub, A.FuncCall):        # NULLIF(a, b): a present and not equal to b
+                a, b = sub.args
+                fa, ta = self.term(a, aggs)
+                fb, tb = self.term(b, aggs)
+                same = mk_prod(self.null_guards(b, aggs) + fa + fb + [Cmp("=", ta, tb)])
+                guard = self.null_guards(a, aggs) + [mk_sum([ONE, neg(same)])]
+            else:
+                guard = self.subquery_guard(sub)
             for f in guard:
                 if f not in out:
                     out.append(f)

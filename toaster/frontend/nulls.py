@@ -99,14 +99,29 @@ def _null_sources(e, source, skip=None) -> list:
                 walk(r, where)
             case A.Negate(a):
                 walk(a, where)
+            case A.FuncCall("coalesce" | "nullif", args):
+                # COALESCE is NULL only if every argument is; NULLIF(a, b) wherever a is or a = b
+                kinds = [bool(_null_sources(a, source, skip)) for a in args]
+                if all(kinds) or n.name == "nullif":
+                    if where == "case" or where in _FALLIBLE:
+                        raise refuse_null(f"{n.name.upper()} that can be NULL inside a CASE value "
+                                          "or a cast", n)
+                    if n not in out:
+                        out.append(n)
             case A.FuncCall(name, args):
                 for a in args:
                     walk(a, "case" if where == "case" else name)
             case A.Case(whens, else_):
-                for _, v in whens:
-                    walk(v, "case")
-                if else_ is not None:
-                    walk(else_, "case")
+                # the CASE is NULL where the value it takes is: a nullable column or COALESCE in
+                # a value makes the whole CASE one NULL source (a scalar subquery there is refused)
+                def in_value(m, w):
+                    return source(m, "case" if isinstance(m, A.ScalarSubquery) else w)
+                values = [v for _, v in whens] + ([else_] if else_ is not None else [])
+                if any(_null_sources(v, in_value, skip) for v in values):
+                    if where in _FALLIBLE:
+                        raise refuse_null(f"a CASE that can be NULL as an argument of {where}", n)
+                    if n not in out:
+                        out.append(n)
     walk(e, "arith")
     return out
 

@@ -109,8 +109,8 @@ class _Printer:
         """A call; for DuckDB, the registry's translation (toaster/functions.py) of the function
         it names, through its CREATE FUNCTION ... EXTERNAL name if it was declared."""
         a = [self.expr(x) for x in e.args]
-        if not self.duck:
-            return f"{e.name}({', '.join(a)})"
+        if not self.duck or e.name in ("coalesce", "nullif"):
+            return f"{e.name.upper() if self.duck else e.name}({', '.join(a)})"
         name = self.externals.get(e.name, e.name)
         f = FUNCTIONS.get(name)
         if f is None:

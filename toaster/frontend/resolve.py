@@ -434,6 +434,8 @@ class _Resolver:
                 if not (a.type == want or (want == FLOAT and a.type == INT)):
                     raise _err(f"argument {i} of {name.upper()} must be {want}, got {a.type}", a)
             return replace(e, args=args, type=decl.return_type)
+        if name in ("coalesce", "ifnull", "nullif"):
+            return self.null_function(e, args)
         b = BUILTINS.get(name)
         if b is None:
             if name in NULL_FUNCTIONS:
@@ -453,6 +455,20 @@ class _Resolver:
         if isinstance(t, str):
             raise _err(t, e)
         return replace(e, args=args, type=t)
+
+    def null_function(self, e: A.FuncCall, args: tuple):
+        """COALESCE(a, b, ...) (IFNULL is its two-argument form) and NULLIF(a, b), typed as SQL
+        types them: the common type of the arguments, NULLIF's as its first."""
+        name = "coalesce" if e.name == "ifnull" else e.name
+        if (name == "nullif" or e.name == "ifnull") and len(args) != 2 or not args:
+            raise _err(f"function {e.name.upper()} takes 2 arguments, got {len(args)}"
+                       if name == "nullif" or e.name == "ifnull" else "COALESCE needs arguments", e)
+        types = [a.type for a in args]
+        for a in args[1:]:
+            if not comparable(types[0], a.type):
+                raise _err(f"{e.name.upper()} cannot mix {types[0]} and {a.type}", a)
+        t = types[0] if name == "nullif" or len(set(types)) == 1 else (FLOAT if FLOAT in types else INT)
+        return replace(e, name=name, args=args, type=t)
 
     def cond(self, c, scope: _Scope, no_agg: str | None):
         match c:
