@@ -337,19 +337,47 @@ class Translator:
         return mk_prod([Lift(z, count_expr), Cmp("=" if zero else "!=", z, Const(0, INT))])
 
     # --------------------------------------------------------------- FROM
+    def item_rows(self, item):
+        """(rows factor, [(value var, flag var, physically flagged)] per column) of a FROM item."""
+        if isinstance(item, A.RelItem):
+            decl = self.relations[item.relation]
+            rel = Rel(decl.name, tuple(Var(f"{item.alias}_{c.name}", c.type) for c in decl.columns))
+            cols = [(Var(f"{item.alias}_{c.name}", c.type), Var(f"{item.alias}_{c.name}{NULL_FLAG}", INT), c.nullable)
+                    for c in decl.logical_columns]
+            return rel, cols
+        if isinstance(item, A.SubqueryItem):
+            outs, rows = self.rows(item.query)
+            names = output_names(item.query)
+            want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
+            return _rename_outputs(rows, outs, want), \
+                [(v, Var(f"{v.name}{NULL_FLAG}", INT), False) for v in want]
+        raise _unsupported(f"FROM item {type(item).__name__}", item)
+
+    def outer_join(self, item: A.OuterJoinItem):
+        """An outer join as the inner join plus the unmatched rows, padded with NULLs: a sum of
+        branches, each binding every padded column's value and null flag. Whether a preserved row
+        is unmatched is a NOT EXISTS, i.e. a maintained count of its matches (nested_delta)."""
+        right, rcols = self.item_rows(item.right)
+        on = self.cond(item.on)
+        if item.kind == "LEFT":
+            matched = mk_prod([right, on] + _present(rcols))
+            unmatched = mk_prod([self.cond(item.no_match_right)] + _padded(rcols))
+            return mk_sum([matched, unmatched])
+        left, lcols = self.item_rows(item.left)
+        return mk_sum([mk_prod([left, right, on] + _present(lcols) + _present(rcols)),
+                       mk_prod([left] + _present(lcols) + [self.cond(item.no_match_right)] + _padded(rcols)),
+                       mk_prod([right] + _present(rcols) + [self.cond(item.no_match_left)] + _padded(lcols))])
+
     def body(self, sel: A.Select) -> list:
         factors = []
-        for item in sel.from_items:
-            if isinstance(item, A.RelItem):
-                decl = self.relations[item.relation]
-                factors.append(Rel(decl.name, tuple(Var(f"{item.alias}_{c.name}", c.type) for c in decl.columns)))
-            elif isinstance(item, A.SubqueryItem):
-                outs, rows = self.rows(item.query)
-                names = output_names(item.query)
-                want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
-                factors.append(_rename_outputs(rows, outs, want))
+        # outer joins last: their NOT EXISTS reads the preserved items' columns
+        items = [it for it in sel.from_items if not isinstance(it, A.OuterJoinItem)] + \
+            [it for it in sel.from_items if isinstance(it, A.OuterJoinItem)]
+        for item in items:
+            if isinstance(item, A.OuterJoinItem):
+                factors.append(self.outer_join(item))
             else:
-                raise _unsupported(f"FROM item {type(item).__name__}", item)
+                factors.append(self.item_rows(item)[0])
             for v in schema(factors[-1])[1]:
                 self._var_source.setdefault(v, factors[-1])
         # the relations a row of this query comes from: a subquery counting an unfiltered subset
@@ -581,6 +609,16 @@ class Translator:
 
 
 # ------------------------------------------------------------------ helpers
+
+def _present(cols) -> list:
+    """Null flags 0 for the columns of a row that is there (physical flags come with the row)."""
+    return [Lift(f, Value(Const(0, INT))) for _, f, physical in cols if not physical]
+
+
+def _padded(cols) -> list:
+    """A row of NULLs: every value the type's NULL value, every flag 1."""
+    return [x for v, f, _ in cols for x in (Lift(v, Value(null_default(v.type))), Lift(f, Value(Const(1, INT))))]
+
 
 def _is_aggregate(sel: A.Select) -> bool:
     return bool(sel.group_by) or bool(_agg_calls([t.expr for t in sel.targets] + [sel.having]))

@@ -165,6 +165,22 @@ def eval_result(t, key: tuple, ctx: RowContext):
     raise TypeError(f"not a result term: {t!r}")
 
 
+def can_be_null(t) -> bool:
+    """Whether the result term can be NULL (it reads a null_unless)."""
+    if isinstance(t, Func) and t.name == NULL_UNLESS:
+        return True
+    match t:
+        case Arith(_, args, _) | Func(_, args, _):
+            return any(can_be_null(a) for a in args)
+        case Prod(xs) | Sum(xs):
+            return any(can_be_null(a) for a in xs)
+        case Cmp(_, a, b):
+            return can_be_null(a) or can_be_null(b)
+        case Value(x):
+            return can_be_null(x)
+    return False
+
+
 def result_maps(t) -> set:
     """Names of the maps a result term reads."""
     match t:

@@ -15,7 +15,7 @@ from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
-from toaster.calculus.results import NULL_UNLESS, GlobalValue, KeyRef, MapReduce, MapValue, TopValue
+from toaster.calculus.results import NULL_UNLESS, GlobalValue, can_be_null, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.frontend.resolve import same_expr
@@ -284,7 +284,7 @@ class _TopLevel:
                 test = Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
                 guards = tuple(self.subquery_guard(s) for x in (l, r) for s in nullable_subqueries(x, terms)
                                if isinstance(s, A.ScalarSubquery))
-                if _has_null(test) and negate:
+                if can_be_null(test) and negate:
                     # unknown (NULL) is dropped at the top of HAVING and inside AND, but NOT and
                     # OR need three-valued terms
                     raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
@@ -297,7 +297,7 @@ class _TopLevel:
                 return Prod(tuple(self.rcond(a, terms, key_exprs) for a in args))
             case A.Or(args):
                 parts = [self.rcond(a, terms, key_exprs) for a in args]
-                if any(_has_null(p) for p in parts):
+                if any(can_be_null(p) for p in parts):
                     raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
                 return _or(parts)
             case A.NotCond(a):
@@ -312,7 +312,7 @@ class _TopLevel:
             return (), None
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
         for (t, _), o in zip(order, sel.order_by):
-            if _has_null(t):
+            if can_be_null(t):
                 raise _unsupported("ORDER BY a value that can be NULL", o.expr)
         return order, sel.limit
 
@@ -336,15 +336,6 @@ def _or(parts: list):
 
 def _null_arg(call) -> bool:
     return any(nullable_subqueries(a) for a in call.args)
-
-
-def _has_null(t) -> bool:
-    """Whether the result term can be NULL (it reads a null_unless)."""
-    if isinstance(t, Func) and t.name == NULL_UNLESS:
-        return True
-    return any(_has_null(x) for x in getattr(t, "args", ()) or getattr(t, "factors", ()) or getattr(t, "terms", ())) \
-        or (isinstance(t, Cmp) and (_has_null(t.left) or _has_null(t.right))) \
-        or (isinstance(t, Value) and _has_null(t.term))
 
 
 def _sum_type(call):

@@ -204,10 +204,25 @@ class SubqueryItem:
 
 
 @dataclass(frozen=True, slots=True)
+class OuterJoinItem:
+    """A resolved LEFT / RIGHT / FULL [OUTER] JOIN (a FROM item after resolution): `right` is
+    null-padded -- its rows matching `on`, or, where `no_match_right` (a resolved NOT EXISTS over
+    a copy of it) holds, one row of NULLs; FULL pads `left` the same way (RIGHT JOIN is a LEFT JOIN
+    with the sides swapped). Every column of a padded item is nullable above the join."""
+    kind: str              # 'LEFT' | 'FULL'
+    left: object | None    # FULL: the left item (RelItem | SubqueryItem); LEFT: None
+    right: object          # RelItem | SubqueryItem
+    on: object
+    no_match_right: object
+    no_match_left: object | None = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Join:
     """left [NATURAL | CROSS | INNER] JOIN right [ON cond] (parser output only: resolution
     flattens joins into from_items and AND-s their conditions into WHERE)."""
-    kind: str              # 'INNER' | 'NATURAL' | 'CROSS'
+    kind: str              # 'INNER' | 'NATURAL' | 'CROSS' | 'LEFT' | 'RIGHT' | 'FULL'
     left: object           # RelItem | SubqueryItem | Join
     right: object          # RelItem | SubqueryItem
     on: object | None

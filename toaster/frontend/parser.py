@@ -268,8 +268,10 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def outer_join(self, meta, children):
         kind = next(str(c).upper() for c in children if isinstance(c, Token) and c.type == "OUTER_KIND")
-        tok = next(c for c in children if isinstance(c, Token) and c.type == "OUTER_KIND")
-        _unsupported(f"{kind} OUTER JOIN (outer joins)", _pos(tok))
+        nodes = _nodes(children)
+        if len(nodes) < 3:
+            raise SemanticError(f"{kind} JOIN needs an ON condition", line=meta.line, column=meta.column)
+        return A.Join(kind, nodes[0], nodes[1], nodes[2], _mpos(meta))
 
     def where_clause(self, children):
         return ("where", children[1])

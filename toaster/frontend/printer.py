@@ -156,6 +156,22 @@ class _Printer:
                 return f"({self.query(q)}) AS {self.name(alias)}"
         raise TypeError(f"cannot print {it!r}")
 
+    def from_clause(self, items) -> str:
+        """Items joined in order, outer joins after the others (their ON conditions read them);
+        with an outer join every item is an explicit join, since `,` binds looser than JOIN."""
+        plain = [self.from_item(it) for it in items if not isinstance(it, A.OuterJoinItem)]
+        outer = [it for it in items if isinstance(it, A.OuterJoinItem)]
+        if not outer:
+            return ", ".join(plain)
+        out = " CROSS JOIN ".join(plain)
+        for it in outer:
+            if it.kind == "LEFT":
+                out += f" LEFT JOIN {self.from_item(it.right)} ON {self.cond(it.on)}"
+            else:
+                full = f"({self.from_item(it.left)} FULL JOIN {self.from_item(it.right)} ON {self.cond(it.on)})"
+                out = f"{out} CROSS JOIN {full}" if out else full
+        return out
+
     def query(self, q, with_order: bool = True, sql_nulls: bool = False) -> str:
         if isinstance(q, A.SetOp):
             return f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
@@ -170,7 +186,7 @@ class _Printer:
             self.sql_nulls = saved
         out = f"SELECT {'DISTINCT ' if sel.distinct else ''}{', '.join(targets)}"
         if sel.from_items:
-            out += f" FROM {', '.join(self.from_item(it) for it in sel.from_items)}"
+            out += f" FROM {self.from_clause(sel.from_items)}"
         if sel.where is not None:
             out += f" WHERE {self.cond(sel.where)}"
         if sel.group_by:

@@ -269,8 +269,46 @@ class _Resolver:
         order_by = tuple(self.order_item(o, scope, new, is_agg) for o in sel.order_by)
         return replace(new, order_by=order_by)
 
+    def outer_join(self, item: A.Join, parent, sources, items, on_conds, merged) -> None:
+        """LEFT / RIGHT / FULL JOIN: the padded side must be one FROM item (a relation or a
+        subquery); its ON condition sees the items to its left, as in SQL. The padded item is
+        wrapped in an OuterJoinItem carrying the ON condition and a NOT EXISTS over a copy of it
+        (no row matches: one row of NULLs), and its columns become nullable above the join."""
+        first = len(sources)
+        self.from_item(item.left, parent, sources, items, on_conds, merged)
+        n_left = len(sources)
+        self.from_item(item.right, parent, sources, items, on_conds, merged)
+        single_left = n_left - first == 1 and isinstance(item.left, (A.RelItem, A.SubqueryItem))
+        if item.kind in ("RIGHT", "FULL") and not single_left:
+            raise _err(f"{item.kind} JOIN whose left side is itself a join (join the others after it)",
+                       item, UnsupportedError)
+        scope = _Scope(list(sources), parent, merged)
+        on = self.cond(item.on, scope, "ON")
+
+        def no_match(original):       # NOT EXISTS (SELECT * FROM <a copy> WHERE on): the copy shadows it
+            q = A.Select((A.Target(A.Star(None, item.pos), None, item.pos),), (original,), item.on, (), pos=item.pos)
+            return self.cond(A.Exists(q, True, item.pos), scope, "ON")
+        if item.kind == "LEFT":
+            wrapped = A.OuterJoinItem("LEFT", None, items[-1], on, no_match(item.right), None, item.pos)
+            items[-1] = wrapped
+            padded = [sources[-1]]
+        elif item.kind == "RIGHT":
+            wrapped = A.OuterJoinItem("LEFT", None, items[first], on, no_match(item.left), None, item.pos)
+            items[first] = wrapped
+            padded = [sources[first]]
+        else:
+            wrapped = A.OuterJoinItem("FULL", items[first], items[-1], on, no_match(item.right),
+                                      no_match(item.left), item.pos)
+            items[first:] = [wrapped]
+            padded = [sources[first], sources[-1]]
+        for src in padded:
+            src.nullable = frozenset(n for n, _ in src.columns)
+
     def from_item(self, item, parent, sources, items, on_conds, merged) -> None:
         match item:
+            case A.Join(kind, left, right, on) if kind in ("LEFT", "RIGHT", "FULL"):
+                self.outer_join(item, parent, sources, items, on_conds, merged)
+                return
             case A.Join(kind, left, right, on):
                 self.from_item(left, parent, sources, items, on_conds, merged)
                 n_left = len(sources)

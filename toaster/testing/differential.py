@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import duckdb
 
+from toaster.calculus.results import can_be_null
 from toaster.errors import CardinalityError
 from toaster.runtime.batch import Batch
 from toaster.testing.oracle import Oracle, compare_results, format_differences
@@ -98,7 +99,9 @@ def _check(engine, oracle, queries, oracle_sql, backend, mode, n, batch, report)
             continue          # both refuse: a scalar subquery returned more than one row
         report.rows_checked += len(expected)
         nonempty = nonempty or bool(got.rows)
-        strict = any(d.has_nulls for d in engine.relations.values())
+        # where toaster reports NULLs, a NULL must equal only a NULL (else None counts as 0)
+        strict = any(d.has_nulls for d in engine.relations.values()) or bool(q.null_keys) or \
+            any(can_be_null(t) for t in q.value_terms or ())
         diffs = compare_results(got, expected, got.key_columns, strict_nulls=strict)
         if diffs:
             where = "before any batch" if batch is None else \
