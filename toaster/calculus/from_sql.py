@@ -243,6 +243,8 @@ class Translator:
                 test = Cmp("=", Func("like", (t, Const(pattern, STRING)), INT), Const(1, INT))
                 return mk_prod(f + [Cmp("!=" if negated else "=", test.left, test.right)])
             case A.Exists(q, negated):
+                if _is_select(q) and not _is_aggregate(q) and q.limit is None:    # its columns do not matter
+                    return self._count_test(AggSum((), mk_prod(self.body(q))), negated)
                 outs, rows = self.rows(q)
                 return self._count_test(AggSum((), rows), negated)
             case A.InQuery(e, q, negated):
