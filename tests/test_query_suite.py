@@ -263,7 +263,8 @@ LLVM_REFUSES = {
 SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min_max_group", "like_prefix",
                                                             "exists", "agg_min_in_subquery",
                                                             "agg_count_distinct_all", "union_operand_limit",
-                                                            "order_by_generated_name")] + \
+                                                            "order_by_generated_name", "null_where",
+                                                            "null_coalesce", "case_string_target")] + \
                [QUERIES / "tpch" / f"{n}.sql" for n in ("q06", "q17")] + [QUERIES / "finance" / "axf.sql"]
 
 

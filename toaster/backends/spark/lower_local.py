@@ -112,6 +112,12 @@ class _Lowerer:
         if outs:
             raise UnsupportedError("a nested aggregate with unaggregated output variables "
                                    f"({', '.join(sorted(v.name for v in outs))}) in the distributed backend")
+        if isinstance(q, C.Value):         # x := one value (of any type, strings included): no sum
+            val = self.term(q.term, env)
+            if x in env:
+                return [If(BinOp("=", env[x], val, BOOL), tuple(k(env, acc)))]
+            xv = self.fresh(x.name, x.type)
+            return [Declare(xv, val)] + k({**env, x: xv}, acc)
         total = self.fresh("agg", C.expr_type(q))
         out = [Declare(total, Lit(0, INT))]
         out += self.expr(q, env, None, lambda _env, a: [Assign(total, BinOp("+", total, a if a is not None else Lit(1, INT), total.type))])
