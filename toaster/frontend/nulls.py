@@ -51,8 +51,9 @@ def null_aggregates(e) -> list:
     return _null_sources(e, null_aggregate)
 
 
-# functions that can fail at run time on the zero a NULL column holds (a string that is no date)
-_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float")
+# functions that can fail at run time on the zero a NULL column holds (a string that is no date),
+# and LISTMIN/LISTMAX, whose SQL counterparts LEAST/GREATEST skip NULL arguments
+_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float", "listmin", "listmax")
 
 
 def nullable_subqueries(e, aggs=None) -> list:

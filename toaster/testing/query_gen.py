@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from toaster.schema import Column, RelationDecl
+from toaster.schema import Column, RelationDecl, physical_columns
 from toaster.testing.generator import random_stream
 from toaster.testing.strategies import update_streams
 from toaster.types import INT
@@ -32,23 +32,35 @@ from toaster.types import INT
 SCHEMA = {"R": ("A", "B"), "S": ("B", "C"), "T": ("C", "D")}
 RST_RELATIONS = tuple(RelationDecl(n, tuple(Column(c, INT) for c in cols), "stream") for n, cols in SCHEMA.items())
 DECLARATIONS = "".join(f"CREATE STREAM {n}({', '.join(c + ' int' for c in cols)});\n" for n, cols in SCHEMA.items())
+# the NULL variant: each relation's second column is nullable
+NULLABLE = {"R": "B", "S": "C", "T": "D"}
+RST_NULL_RELATIONS = tuple(RelationDecl(n, physical_columns(Column(c, INT, nullable=NULLABLE[n] == c) for c in cols),
+                                        "stream") for n, cols in SCHEMA.items())
+NULL_DECLARATIONS = "".join(
+    f"CREATE STREAM {n}({', '.join(c + ' int' + (' NULL' if NULLABLE[n] == c else '') for c in cols)});\n"
+    for n, cols in SCHEMA.items())
 
 COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 DECIMALS = ("0.1", "0.2", "0.7", "0.06", "0.01", "1.5", "2.9")   # inexact in binary, exact as DECIMAL
 SMALL_DOMAIN = {INT: (0, 1, 2, 3, 4)}
 
 
-def rst_streams(*, deletes: bool = True, max_batches: int = 6, max_batch: int = 5) -> st.SearchStrategy:
+def rst_streams(*, deletes: bool = True, max_batches: int = 6, max_batch: int = 5,
+                nulls: bool = False) -> st.SearchStrategy:
     """Insert(+delete) streams over R, S, T from a small int domain (so joins and filters hit).
 
     Half of the draws are hypothesis-built streams (they shrink well, but hypothesis keeps them
     short), half are seeded random_stream()s of max_batches batches, which fill every relation
-    so that joins and nested subqueries see data."""
+    so that joins and nested subqueries see data. nulls: over the NULL variant's relations
+    (random_stream draws NULL for a nullable column about as often as each value)."""
+    relations = RST_NULL_RELATIONS if nulls else RST_RELATIONS
+    seeded = st.integers(0, 2 ** 20).map(
+        lambda seed: random_stream(relations, seed=seed, deletes=deletes, n_batches=max_batches,
+                                   max_batch=max_batch, domains=SMALL_DOMAIN))
+    if nulls:
+        return seeded
     drawn = update_streams(RST_RELATIONS, deletes=deletes, max_batches=max_batches, max_batch=max_batch,
                            domains=SMALL_DOMAIN)
-    seeded = st.integers(0, 2 ** 20).map(
-        lambda seed: random_stream(RST_RELATIONS, seed=seed, deletes=deletes, n_batches=max_batches,
-                                   max_batch=max_batch, domains=SMALL_DOMAIN))
     return st.one_of(drawn, seeded)
 
 
@@ -65,6 +77,7 @@ class _Gen:
     next_id: int = 0
     budget: int = 3       # subqueries left (keeps examples small)
     outer: list = field(default_factory=list)   # enclosing scopes' sources, for correlation
+    nulls: bool = False   # the NULL variant: IS NULL, COALESCE, NULLIF and outer joins too
 
     def alias(self, prefix: str) -> str:
         self.next_id += 1
@@ -83,7 +96,11 @@ class _Gen:
         parts, sources, joins = [], [], []
         for i in range(n):
             src_text, src = self.source(allow_subquery and i == n - 1)
-            if i > 0 and self.flip(3):   # JOIN ... ON / NATURAL JOIN instead of a comma
+            if i > 0 and self.nulls and self.flip(3):
+                on = self.join_condition(sources[-1], src)
+                kind = self.choice(("LEFT", "LEFT", "RIGHT", "FULL") if len(parts[-1].split()) == 2 else ("LEFT",))
+                parts[-1] = f"{parts[-1]} {kind} JOIN {src_text} ON {on}"
+            elif i > 0 and self.flip(3):   # JOIN ... ON / NATURAL JOIN instead of a comma
                 if self.flip(2) and self._natural_ok(parts[-1], src_text):
                     parts[-1] = f"{parts[-1]} NATURAL JOIN {src_text}"
                 else:
@@ -104,7 +121,7 @@ class _Gen:
                 and bool(set(SCHEMA[lw[0]]) & set(SCHEMA[rw[0]])))
 
     def source(self, allow_subquery: bool) -> tuple[str, _Source]:
-        if allow_subquery and self.budget > 0 and self.flip(2):
+        if allow_subquery and self.budget > 0 and not self.nulls and self.flip(2):
             self.budget -= 1
             alias = self.alias("q")
             body, cols = self.from_subquery()
@@ -115,7 +132,7 @@ class _Gen:
 
     def from_subquery(self) -> tuple[str, tuple]:
         """A FROM subquery with int columns X1, X2: grouped (a SUM/COUNT/MIN/MAX) or not."""
-        sub = _Gen(self.draw, self.next_id, 0, [])       # FROM items cannot see enclosing sources
+        sub = _Gen(self.draw, self.next_id, 0, [], self.nulls)       # FROM items cannot see enclosing sources
         text, sources, joins = sub.from_clause(allow_subquery=False)
         conds = joins + ([sub.condition(sources, 1)] if sub.flip(4) else [])
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
@@ -143,6 +160,8 @@ class _Gen:
 
     def int_expr(self, sources, depth: int) -> str:
         kinds = ["col", "col", "lit"] + (["arith", "arith", "case", "list", "neg"] if depth > 0 else [])
+        if self.nulls and depth > 0:
+            kinds += ["coalesce", "nullif"]
         if depth > 0 and self.budget > 0:
             kinds.append("scalar")
         match self.choice(kinds):
@@ -163,12 +182,16 @@ class _Gen:
                 return f"{fn}({self.int_expr(sources, depth - 1)}, {self.int_expr(sources, depth - 1)})"
             case "scalar":   # a COUNT: never NULL, so it may stand anywhere
                 return self.scalar_subquery(sources, count_only=True)
+            case "coalesce":
+                return f"COALESCE({self.int_expr(sources, depth - 1)}, {self.int_expr(sources, depth - 1)})"
+            case "nullif":
+                return f"NULLIF({self.int_expr(sources, depth - 1)}, {self.int_expr(sources, depth - 1)})"
 
     def scalar_subquery(self, sources, count_only: bool = False) -> str:
         """(SELECT SUM|COUNT|MIN|MAX(...) FROM ... [WHERE ... correlated]): an int; over no rows
         COUNT is 0 and the others are NULL (only compared: toaster's results hold no NULL yet)."""
         self.budget -= 1
-        sub = _Gen(self.draw, self.next_id, self.budget, self.outer + [list(sources)])
+        sub = _Gen(self.draw, self.next_id, self.budget, self.outer + [list(sources)], self.nulls)
         text, inner, joins = sub.from_clause(allow_subquery=False)
         conds = joins + ([sub.condition(inner, 1)] if sub.flip(6) else [])
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
@@ -183,7 +206,7 @@ class _Gen:
     # ------------------------------------------------------------------ conditions
     def condition(self, sources, depth: int) -> str:
         e = min(depth, 1)     # expressions in conditions shrink with the condition's depth
-        kinds = ["cmp", "cmp", "cmp", "between", "in_list", "cmp_literal"]
+        kinds = ["cmp", "cmp", "cmp", "between", "in_list", "cmp_literal"] + (["is_null"] if self.nulls else [])
         if depth > 0:
             kinds += ["and", "or", "not"]
             if self.budget > 0:
@@ -201,6 +224,8 @@ class _Gen:
                 neg = "NOT " if self.flip(2) else ""
                 values = self.draw(st.lists(st.integers(0, 4), min_size=1, max_size=3))
                 return f"{self.int_expr(sources, e)} {neg}IN ({', '.join(map(str, values))})"
+            case "is_null":
+                return f"{self.int_expr(sources, e)} IS {'NOT ' if self.flip(3) else ''}NULL"
             case "and" | "or" as op:
                 return f"({self.condition(sources, depth - 1)} {op.upper()} {self.condition(sources, depth - 1)})"
             case "not":
@@ -223,7 +248,7 @@ class _Gen:
     def row_subquery(self, sources, star: bool = False) -> str:
         """A (possibly correlated) one-column non-aggregate subquery for IN / EXISTS."""
         self.budget -= 1
-        sub = _Gen(self.draw, self.next_id, self.budget, self.outer + [list(sources)])
+        sub = _Gen(self.draw, self.next_id, self.budget, self.outer + [list(sources)], self.nulls)
         text, inner, joins = sub.from_clause(allow_subquery=False)
         conds = joins + ([sub.condition(inner, 1)] if sub.flip(6) else [])
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
@@ -245,7 +270,7 @@ class _Gen:
         targets = [f"{self.int_expr(sources, 1)} AS V{i}" for i in range(n)]
         distinct = "DISTINCT " if self.flip(2) else ""
         query = f"SELECT {distinct}{', '.join(targets)} FROM {text}{where}"
-        if self.budget > 0 and self.flip(1):      # UNION ALL with a same-arity branch
+        if self.budget > 0 and not self.nulls and self.flip(1):      # UNION ALL with a same-arity branch
             self.budget -= 1
             other = _Gen(self.draw, self.next_id, 0, [])
             t2, s2, j2 = other.from_clause(allow_subquery=False)
@@ -286,11 +311,14 @@ class _Gen:
 
 
 @st.composite
-def select_queries(draw) -> str:
+def select_queries(draw, nulls: bool = False) -> str:
     """One SELECT over R, S, T (no declarations)."""
-    return _Gen(draw).select()
+    return _Gen(draw, nulls=nulls).select()
 
 
-def queries() -> st.SearchStrategy:
-    """A whole program: the R/S/T declarations and one random SELECT."""
-    return select_queries().map(lambda q: DECLARATIONS + "\n" + q + ";\n")
+def queries(nulls: bool = False) -> st.SearchStrategy:
+    """A whole program: the R/S/T declarations and one random SELECT. nulls: R.B, S.C, T.D are
+    nullable and the SELECT may use IS [NOT] NULL, COALESCE, NULLIF and LEFT/RIGHT/FULL JOIN
+    (no FROM subqueries or UNION ALL, whose NULL columns are not supported yet)."""
+    decls = NULL_DECLARATIONS if nulls else DECLARATIONS
+    return select_queries(nulls).map(lambda q: decls + "\n" + q + ";\n")
