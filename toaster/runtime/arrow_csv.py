@@ -14,7 +14,6 @@ it (file:line:col, the line numbered in the whole file), after the batches befor
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import Iterator
 
