@@ -324,7 +324,7 @@ def open_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
     streams = []
     for key, group in by_file.items():
         if key is _SEQUENCED:
-            streams.append(_in_seq_order([(d, cols) for d, cols in sequenced], batch_size, source))
+            streams.append(_in_seq_order(sequenced, batch_size, source))
         else:
             streams.append(_round_robin([source(d, cols, batch_size) for d, cols in group]))
     return table_batches(), interleave(streams, seed=seed)
