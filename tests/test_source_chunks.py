@@ -251,3 +251,25 @@ def test_the_first_batch_comes_before_the_file_is_complete(tmp_path, delimiter):
         more.set()
         t.join()
     assert sum(len(b) for b in it) == 90
+
+
+# ------------------------------------------------------------------ through the CLI
+def test_run_reads_in_chunks_with_the_same_result_and_absolute_error_lines(tmp_path, monkeypatch, capsys):
+    import toaster.runtime.arrow_csv as arrow_csv
+    from toaster.cli import main
+    rows = [f"{i}|{i % 3}|{i}" for i in range(200)]
+    (tmp_path / "s.csv").write_text("\n".join(rows) + "\n")
+    query = tmp_path / "q.sql"
+    query.write_text("CREATE STREAM S(A int, B int, C int) FROM FILE 's.csv' LINE DELIMITED CSV (delimiter := '|');\n"
+                     "SELECT S.B, SUM(S.C) AS total FROM S GROUP BY S.B;\n")
+    args = [str(query), "--run", "--base-dir", str(tmp_path), "--batch-size", "7", "--output", "csv"]
+    assert main(args) == 0
+    whole = capsys.readouterr().out
+    monkeypatch.setattr(arrow_csv, "BLOCK_SIZE", 64)      # about 8 lines a chunk
+    assert main(args) == 0
+    assert capsys.readouterr().out == whole
+    rows[150] = "150|x|150"
+    (tmp_path / "s.csv").write_text("\n".join(rows) + "\n")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "s.csv:151:5: bad input: S.B" in err and "Traceback" not in err
