@@ -201,6 +201,19 @@ def test_sequence_ordered_streams_read_in_chunks(tmp_path, batch_size, block_siz
     assert got == want and want[1] is None
 
 
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_streams_sharing_a_file_and_seeded_interleaving_read_in_chunks(tmp_path, seed):
+    cols = (Column("A", INT),)
+    shared = tmp_path / "x.csv"
+    shared.write_text("".join(f"{i}\n" for i in range(23)))
+    other = tmp_path / "y.csv"
+    other.write_text("".join(f"{i}\n" for i in range(100, 111)))
+    decls = [RelationDecl(n, cols, "stream", Source(str(p), "csv")) for n, p in (("A", shared), ("B", other), ("C", shared))]
+    seqd = _seq_decl(tmp_path, "S", [(i, 1, i) for i in range(9)])
+    got = outcome(lambda: open_sources(decls + [seqd], 4, seed=seed, block_size=6)[1])
+    assert got == outcome(lambda: load_sources(decls + [seqd], 4, seed=seed)[1]) and got[1] is None
+
 def test_a_bad_line_in_a_sequence_ordered_stream_stops_before_its_window(tmp_path, monkeypatch):
     import toaster.runtime.csv_source as cs
     monkeypatch.setattr(cs, "_SEQ_PIECE_ROWS", 1)       # pieces of batch_size rows, not thousands
