@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -355,9 +356,11 @@ class InputPosition:
                 "sources": [{"relation": r, "file": self.files.get(r), "batches": b, "rows": n}
                             for r, (b, n) in sorted(self.per_relation.items())]}
 
-    def skip(self, batches: list, stored: dict | None) -> list:
-        """Advance over the prefix of `batches` that the stored position says was applied and
-        return the rest; refuse if the input or the batch size is not what it was."""
+    def skip(self, batches, stored: dict | None):
+        """Advance over the prefix of `batches` (an iterable, read lazily) that the stored
+        position says was applied and return the rest (an iterator); refuse if the input or the
+        batch size is not what it was."""
+        batches = iter(batches)
         if not stored:
             return batches
         try:
@@ -368,11 +371,11 @@ class InputPosition:
         if size != self.batch_size:
             raise CheckpointError(f"the checkpoint was written with --batch-size {size or 'unset'}; "
                                   f"resume with the same batch size, not {self.batch_size or 'unset'}")
-        if done > len(batches):
-            raise CheckpointError(f"the checkpoint consumed {done} batches but the input has only "
-                                  f"{len(batches)} (the input files changed?)")
-        for b in batches[:done]:
+        for b in itertools.islice(batches, done):
             self.advance(b)
+        if self.batches < done:
+            raise CheckpointError(f"the checkpoint consumed {done} batches but the input has only "
+                                  f"{self.batches} (the input files changed?)")
         mine = {r: tuple(c) for r, c in self.per_relation.items()}
         if mine != sources:
             for r in sorted(set(mine) | set(sources)):
@@ -382,4 +385,4 @@ class InputPosition:
                     raise CheckpointError(
                         f"the input differs from the checkpoint's: relation {r} had {n0} rows in "
                         f"{b0} batches when it was written, the same prefix now has {n1} rows in {b1}")
-        return batches[done:]
+        return batches

@@ -282,10 +282,11 @@ def _check_checkpoint_flags(args) -> None:
 
 
 def _run_engine(comp, args) -> None:
+    import itertools
     import time
 
     from toaster.checkpoint import InputPosition, checkpoint_name, latest_checkpoint, prune_checkpoints
-    from toaster.runtime.csv_source import load_sources
+    from toaster.runtime.csv_source import open_sources
     from toaster.runtime.output import format_changes, format_results, result_changes
     engine = comp.engine(args.backend)
     try:
@@ -296,11 +297,12 @@ def _run_engine(comp, args) -> None:
         if not any(r.source is not None for r in relations):
             print(f"toaster: warning: no relation of {args.query} declares a source (FROM FILE); "
                   "the views stay as they start", file=sys.stderr)
-        # only the relations whose updates can change a view, only the columns the engine reads
-        tables, streams = load_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
+        # only the relations whose updates can change a view, only the columns the engine reads;
+        # batches are read as they are applied (chunked files): memory O(chunk + batch + state)
+        tables, streams = open_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
                                        relations_used=engine.relations_needed(),
                                        columns=engine.columns_needed)
-        batches = list(tables) + list(streams)
+        batches = itertools.chain(tables, streams)
         position = InputPosition(args.batch_size, {r.name: r.source.path for r in relations if r.source})
         saved_at = None          # position.batches of the newest checkpoint on disk
         if args.resume:
@@ -320,13 +322,14 @@ def _run_engine(comp, args) -> None:
             engine.checkpoint(path, position.to_json())
             prune_checkpoints(ckpt_dir, keep=2)
             saved_at = position.batches
-        events = 0
+        events = applied = 0
         before = engine.results() if args.emit == "changes" else None
         t0, cpu0 = time.perf_counter(), time.process_time()
         for b in _progress(batches, args):
             engine.apply(b)
             position.advance(b)
             events += len(b)
+            applied += 1
             if before is not None:
                 after = engine.results()
                 sys.stdout.write(format_changes(position.batches, result_changes(before, after), args.output))
@@ -341,18 +344,19 @@ def _run_engine(comp, args) -> None:
             sys.stdout.write(out if out.endswith("\n") else out + "\n")
         sys.stdout.flush()
         rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else "-"
-        print(f"toaster: {events:,} events in {len(batches):,} batches, {seconds:.2f} s "
+        print(f"toaster: {events:,} events in {applied:,} batches, {seconds:.2f} s "
               f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)", file=sys.stderr)
     finally:
         engine.close()
 
 
 def _progress(batches, args):
-    """A progress bar on a terminal for long inputs (tqdm); the plain list otherwise."""
-    if not sys.stderr.isatty() or len(batches) < 2:
+    """A progress bar (tqdm) on a terminal, shown once a run has lasted a second (the batch
+    count is not known before the files are read); the batches as they are otherwise."""
+    if not sys.stderr.isatty():
         return batches
     try:
         from tqdm import tqdm
     except ImportError:
         return batches
-    return tqdm(batches, unit="batch", file=sys.stderr, leave=False, desc="events")
+    return tqdm(batches, unit="batch", file=sys.stderr, leave=False, desc="events", delay=1.0)

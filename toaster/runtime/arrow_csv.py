@@ -1,18 +1,19 @@
-"""The CSV adaptor on Apache Arrow: pyarrow's multi-threaded CSV reader parses a whole file into
-typed columns (int64, float64, date32 -> YYYYMMDD, strings left as Arrow arrays), reading only
-the columns a program uses. The rules are those of toaster.runtime.csv_source (no quoting, no
-trimming of strings, blanks and tabs around numbers and dates ignored, one trailing delimiter,
-empty lines skipped); csv_source's line parser is the reference this reader is tested against.
+"""The CSV adaptor on Apache Arrow: pyarrow's multi-threaded CSV reader parses a file, one chunk
+of about 8 MB at a time (toaster.runtime.chunked: chunks cut at line breaks, rows re-cut into
+batches of batch_size), into typed columns (int64, float64, date32 -> YYYYMMDD, strings left as
+Arrow arrays), reading only the columns a program uses. The rules are those of
+toaster.runtime.csv_source (no quoting, no trimming of strings, blanks and tabs around numbers
+and dates ignored, one trailing delimiter, empty lines skipped); csv_source's line parser is
+the reference this reader is tested against.
 
-Fast path: one typed read. A file Arrow rejects (a bad field, a bad line, '+5' ints, invalid
-UTF-8) takes the checked path: the columns are read as strings and checked with vectorized
-masks (RE2 regexes, calendar arithmetic in numpy, field counts from the newline and delimiter
-positions). The first bad line is then reported exactly as the line parser reports it
-(file:line:col), after the batches before it.
+Fast path: one typed read of a chunk. A chunk Arrow rejects (a bad field, a bad line, '+5'
+ints, invalid UTF-8) takes the checked path: the columns are read as strings and checked with
+vectorized masks (RE2 regexes, calendar arithmetic in numpy, field counts from the newline and
+delimiter positions). The first bad line is then reported exactly as the line parser reports
+it (file:line:col, the line numbered in the whole file), after the batches before its batch.
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import Iterator
 
@@ -23,6 +24,7 @@ import pyarrow.csv as pacsv
 
 from toaster.errors import InputError
 from toaster.runtime.batch import Batch
+from toaster.runtime.chunked import BLOCK_SIZE, Rebatcher, byte_chunks
 from toaster.runtime.checks import days_to_yyyymmdd, yyyymmdd_ok
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
@@ -82,68 +84,100 @@ class _Layout:
         return out
 
 
-USE_THREADS = True     # Arrow parses blocks of a file in parallel
+USE_THREADS = True     # Arrow parses blocks of a chunk in parallel
 
 
 def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int | None,
-                  needed=None) -> Iterator[Batch]:
-    """Batches of decl's relation from a CSV file (whole file as one batch by default)."""
-    from toaster.runtime.csv_source import parse_csv_lines
+                  needed=None, block_size: int | None = None) -> Iterator[Batch]:
+    """Batches of decl's relation from a CSV file (whole file as one batch by default), read in
+    chunks of about block_size bytes (toaster.runtime.chunked): O(chunk + batch) memory."""
     try:
-        data = pa.memory_map(path).read_buffer() if os.path.getsize(path) else b""
+        fh = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
+    out = Rebatcher(batch_size)
+    layout = None
+    with fh:
+        for data, first_line in byte_chunks(fh, block_size or BLOCK_SIZE):
+            if layout is None:
+                layout = _layout_from_first_line(decl, data, delim, deletions, needed)
+                if layout is None:      # only empty lines so far
+                    continue
+            good, error = _read_chunk(decl, layout, data, first_line, delim, path)
+            yield from out.add(good)
+            if error is not None:
+                raise error            # the rows pending in the bad line's batch are dropped
+    yield from out.finish()
+
+
+def _layout_from_first_line(decl, data: bytes, delim: str, deletions: bool, needed):
+    """The layout of every line, judged from the file's first non-empty line (in data), whose
+    trailing delimiter, if any, every line is expected to have; None if data has no such line."""
     m = _FIRST_LINE.match(memoryview(data))
-    if m.end(1) == m.start(1):      # no non-empty line
-        return
+    if m.end(1) == m.start(1):
+        return None
     first = m.group(1).decode("utf-8", errors="replace")
     want = len(decl.columns) + (2 if deletions else 0)
     trailing = first.count(delim) == want and first.endswith(delim)
-    layout = _Layout(decl, deletions, trailing, needed)
+    return _Layout(decl, deletions, trailing, needed)
+
+
+def _read_chunk(decl, layout: _Layout, data: bytes, first_line: int, delim: str, path: str):
+    """(Batch of the chunk's rows before its first bad line, or None; InputError for that line,
+    or None). first_line: the file's line number of the chunk's first line."""
     try:
         table, invalid = layout.read_csv(data, delim, layout.types(fast=True), USE_THREADS)
         if not invalid:
             columns, signs, seq, bad = _convert(layout, table, fast=True)
             if bad is None:
-                yield from _slices(decl, signs, columns, seq, batch_size, table.num_rows)
-                return
+                return _batch(decl, signs, columns, seq), None
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         pass
     # checked path: the first bad line, if any, in file order
-    data = data.to_pybytes() if isinstance(data, pa.Buffer) else data
-    lines = Lines(data)
-    bad_row = lines.first_bad_count(data, delim, want)
+    lines = Lines(data, first_line)
+    if lines.count == 0:
+        return None, None
+    bad_row = lines.first_bad_count(data, delim, layout.want)
     utf8_row, utf8_col = lines.first_bad_utf8(data)
     limit = min(bad_row, utf8_row)
-    prefix = data[:lines.start(limit)] if limit < lines.count else data
+    table = conv_bad = None
     if limit > 0:
+        prefix = data[:lines.start(limit)] if limit < lines.count else data
         table, invalid = layout.read_csv(prefix, delim, layout.types(fast=False))
         if invalid or table.num_rows != limit:    # lines with and without a trailing delimiter
-            readable = data[:lines.start(utf8_row)] if utf8_row < lines.count else data
-            yield from parse_csv_lines(decl, _split_lines(readable.decode("utf-8")), path=path,
-                                       batch_size=batch_size)
-            if utf8_row < lines.count:
-                raise InputError(f"{decl.name}: invalid UTF-8 in the file", file=path,
-                                 line=lines.number(utf8_row), column=utf8_col)
-            return
+            return _read_chunk_by_lines(decl, data, lines, utf8_row, utf8_col, path)
         columns, signs, seq, conv_bad = _convert(layout, table, fast=False)
-    else:
-        table, columns, signs, seq, conv_bad = None, None, None, None, None
+        if limit >= lines.count and conv_bad is None:
+            return _batch(decl, signs, columns, seq), None
     if conv_bad is not None and conv_bad < limit:
         limit = conv_bad
-    if limit >= lines.count:
-        yield from _slices(decl, signs, columns, seq, batch_size, table.num_rows)
-        return
-    keep = 0 if batch_size is None else limit // batch_size * batch_size
-    if keep:
-        good = table.slice(0, keep)
-        columns, signs, seq, _ = _convert(layout, good, fast=False)
-        yield from _slices(decl, signs, columns, seq, batch_size, keep)
-    line_text = lines.text(limit, data, errors="replace")
+    good = None
+    if limit:
+        columns, signs, seq, _ = _convert(layout, table.slice(0, limit), fast=False)
+        good = _batch(decl, signs, columns, seq)
     lineno = lines.number(limit)
     if limit == utf8_row:
-        raise InputError(f"{decl.name}: invalid UTF-8 in the file", file=path, line=lineno, column=utf8_col)
-    _raise_line_error(decl, line_text, lineno, path, delim, deletions)
+        return good, InputError(f"{decl.name}: invalid UTF-8 in the file", file=path, line=lineno, column=utf8_col)
+    return good, _line_error(decl, lines.text(limit, data, errors="replace"), lineno, path)
+
+
+def _read_chunk_by_lines(decl, data: bytes, lines: "Lines", utf8_row: int, utf8_col, path: str):
+    """_read_chunk with the line parser (all columns converted), for the rare chunk Arrow cannot
+    read with one layout."""
+    from toaster.runtime.csv_source import parse_csv_lines
+
+    def parse(upto_row: int):
+        text = (data[:lines.start(upto_row)] if upto_row < lines.count else data).decode("utf-8")
+        return next(iter(parse_csv_lines(decl, _split_lines(text), path=path, first_line=lines.first_line)), None)
+    try:
+        good = parse(utf8_row)
+    except InputError as e:
+        bad = lines.row_of_line(e.line)
+        return (parse(bad) if bad else None), e
+    if utf8_row < lines.count:
+        return good, InputError(f"{decl.name}: invalid UTF-8 in the file", file=path,
+                                line=lines.number(utf8_row), column=utf8_col)
+    return good, None
 
 
 def _split_lines(text: str):
@@ -152,19 +186,18 @@ def _split_lines(text: str):
     return io.StringIO(text, newline="")
 
 
-def _raise_line_error(decl, line: str, lineno: int, path: str, delim: str, deletions: bool):
+def _line_error(decl, line: str, lineno: int, path: str) -> InputError:
+    """The line parser's error for one bad line."""
     from toaster.runtime.csv_source import parse_csv_lines
-    list(parse_csv_lines(decl, [line], path=path, first_line=lineno))
+    try:
+        list(parse_csv_lines(decl, [line], path=path, first_line=lineno))
+    except InputError as e:
+        return e
     raise AssertionError(f"{path}:{lineno}: the checked reader found a bad line the line parser accepts")
 
 
-def _slices(decl, signs, columns, seq, batch_size, n) -> Iterator[Batch]:
-    if n == 0:
-        return
-    step = n if batch_size is None else batch_size
-    for lo in range(0, n, step):
-        yield Batch(decl.name, signs[lo:lo + step], tuple(None if c is None else c[lo:lo + step] for c in columns),
-                    None if seq is None else seq[lo:lo + step])
+def _batch(decl, signs, columns, seq) -> Batch:
+    return Batch(decl.name, signs, tuple(columns), seq)
 
 
 def _convert(layout: _Layout, table: pa.Table, fast: bool):
@@ -261,7 +294,8 @@ def _np(a) -> np.ndarray:
 class Lines:
     """Non-empty lines of a file (line breaks \\n, \\r, \\r\\n, as Python's reader), from numpy."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, first_line: int = 1):
+        self.first_line = first_line      # the number of data's first line in its file
         b = np.frombuffer(data, dtype=np.uint8)
         cr, lf = b == 13, b == 10
         crlf = np.zeros(len(b), dtype=bool)
@@ -275,7 +309,7 @@ class Lines:
         ends = np.concatenate([brk, [len(b)]]).astype(np.int64)
         keep = ends > starts
         self._starts, self._ends = starts[keep], ends[keep]
-        self._numbers = np.flatnonzero(keep) + 1
+        self._numbers = np.flatnonzero(keep) + first_line
         self.count = len(self._starts)
 
     def start(self, row: int) -> int:
@@ -283,6 +317,10 @@ class Lines:
 
     def number(self, row: int) -> int:
         return int(self._numbers[row])
+
+    def row_of_line(self, lineno: int) -> int:
+        """The row of line number lineno (the number of rows before it)."""
+        return int(np.searchsorted(self._numbers, lineno))
 
     def text(self, row: int, data: bytes, errors: str = "strict") -> str:
         return data[self._starts[row]:self._ends[row]].decode("utf-8", errors=errors)

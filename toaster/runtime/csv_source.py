@@ -3,6 +3,8 @@
     batches = read_source(decl, batch_size=1000)           # list[Batch] of one relation
     tables, streams = load_sources(decls, batch_size=1000)   # every declared source
     for b in tables + streams: engine.apply(b)
+    tables, streams = open_sources(decls, batch_size=1000)   # the same, lazily (bounded memory)
+    for b in itertools.chain(tables, streams): engine.apply(b)
 
 CSV rules: lines are split on the delimiter with no quoting; strings are not trimmed (a leading
 space in a string field is kept), blanks and tabs around other fields are ignored; fields are parsed by column type (int, float, date YYYY-MM-DD ->
@@ -53,10 +55,11 @@ def read_source(decl: RelationDecl, batch_size: int | None = None,
 
 
 def iter_source(decl: RelationDecl, batch_size: int | None = None,
-                base_dir: str | None = None, columns=None) -> Iterator[Batch]:
-    """Parse a relation's source into batches of at most batch_size lines. CSV files with a
-    one-byte delimiter are read by Arrow (toaster.runtime.arrow_csv); a bad line raises
-    InputError once the batches before its batch have been produced."""
+                base_dir: str | None = None, columns=None, block_size: int | None = None) -> Iterator[Batch]:
+    """Parse a relation's source into batches of at most batch_size lines, lazily: the file is
+    read in chunks of about block_size bytes (default toaster.runtime.chunked.BLOCK_SIZE). CSV
+    files with a one-byte delimiter are read by Arrow (toaster.runtime.arrow_csv); a bad line
+    raises InputError once the batches before its batch have been produced."""
     if batch_size is not None and batch_size <= 0:
         raise ValueError("batch_size must be positive")
     if len(decl.columns) != len(decl.logical_columns):
@@ -77,30 +80,32 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
     path = resolve_path(src.path, base_dir)
     delim, deletions = csv_settings(decl)
     if arrow_supports(delim):
-        yield from read_csv_file(decl, path, delim, deletions, batch_size, columns)
+        yield from read_csv_file(decl, path, delim, deletions, batch_size, columns, block_size)
         return
     try:
         fh = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
     with fh:
-        yield from parse_csv_lines(decl, _checked_utf8(fh, path, decl.name, batch_size), path=path,
+        yield from parse_csv_lines(decl, _checked_utf8(fh, path, decl.name, block_size), path=path,
                                    batch_size=batch_size)
 
 
-def _checked_utf8(fh, path: str, name: str, batch_size: int | None) -> Iterator[str]:
-    """The file's lines; if it holds invalid UTF-8, only the lines of the batches before the
-    bad line's batch, then InputError (file:line:col)."""
+def _checked_utf8(fh, path: str, name: str, block_size: int | None = None) -> Iterator[str]:
+    """The file's lines, read chunk by chunk; at invalid UTF-8, the lines before the bad one,
+    then InputError (file:line:col); the line parser drops the batch they began."""
     from toaster.runtime.arrow_csv import Lines
-    data = fh.read()
-    lines = Lines(data)
-    row, col = lines.first_bad_utf8(data)
-    if row == lines.count:
-        yield from io.StringIO(data.decode("utf-8"), newline="")
-        return
-    keep = 0 if batch_size is None else row // batch_size * batch_size
-    yield from io.StringIO(data[:lines.start(keep)].decode("utf-8"), newline="")
-    raise InputError(f"{name}: invalid UTF-8 in the file", file=path, line=lines.number(row), column=col)
+    from toaster.runtime.chunked import BLOCK_SIZE, byte_chunks
+    for data, first_line in byte_chunks(fh, block_size or BLOCK_SIZE):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            lines = Lines(data, first_line)
+            row, col = lines.first_bad_utf8(data)
+            yield from io.StringIO(data[:lines.start(row)].decode("utf-8"), newline="")
+            raise InputError(f"{name}: invalid UTF-8 in the file", file=path, line=lines.number(row),
+                             column=col) from None
+        yield from io.StringIO(text, newline="")
 
 
 def csv_settings(decl: RelationDecl) -> tuple[str, bool]:
@@ -274,7 +279,21 @@ def _raise_field_error(decl, lines, delim, lead, path):
 def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
                  base_dir: str | None = None, seed: int | None = None, *,
                  relations_used=None, columns=None) -> tuple[list[Batch], list[Batch]]:
-    """(table batches, stream batches in feed order) for every relation that has a source.
+    """(table batches, stream batches in feed order) for every relation that has a source: the
+    lists of open_sources' batches (which see)."""
+    tables, streams = open_sources(decls, batch_size, base_dir, seed, relations_used=relations_used,
+                                   columns=columns)
+    return list(tables), list(streams)
+
+
+def open_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
+                 base_dir: str | None = None, seed: int | None = None, *,
+                 relations_used=None, columns=None, block_size: int | None = None
+                 ) -> tuple[Iterator[Batch], Iterator[Batch]]:
+    """(table batches, stream batches in feed order), produced lazily as they are consumed, the
+    files read in chunks (O(chunk + batch) memory per source, not O(file)). Missing files and
+    bad adaptor settings raise InputError here, before any batch; a bad line raises InputError
+    when the batches before its batch have been produced.
 
     Tables are loaded whole before any stream event (DIALECT.md §2.1). CSV streams with
     deletions carry sequence numbers: together they are fed in the order of those numbers, in
@@ -288,45 +307,86 @@ def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
     engine.relations_needed()); `columns`: a function relation name -> per-column flags of the
     columns to convert (e.g. engine.columns_needed); by default everything is read.
     """
-    from toaster.runtime.stream_order import cut_windows, merge_by_seq
     if batch_size is not None and batch_size <= 0:
         raise ValueError("batch_size must be positive")
     used = None if relations_used is None else {r.upper() for r in relations_used}
-    tables: list[Batch] = []
-    by_file: dict[str, list[list[Batch]]] = {}     # streams reading one file form one stream
-    sequenced: list[Batch] = []                    # whole streams with sequence numbers
+    tables: list[tuple] = []
+    by_file: dict = {}             # streams reading one file form one stream
+    sequenced: list[tuple] = []    # streams with sequence numbers
     for d in decls:
         if d.source is None or (used is not None and d.name not in used):
             continue
-        cols = columns(d.name) if columns is not None else None
+        _check_readable(d, base_dir)
+        read = (d, columns(d.name) if columns is not None else None)
         if d.kind == "table":
-            tables.extend(read_source(d, None, base_dir, cols))
+            tables.append(read)
         elif d.source.adaptor == "csv" and csv_settings(d)[1]:
             if not sequenced:
                 by_file[_SEQUENCED] = []           # their place in declaration order
-            sequenced.extend(read_source(d, None, base_dir, cols))
+            sequenced.append(read)
         else:
             key = os.path.abspath(resolve_path(d.source.path, base_dir))
-            by_file.setdefault(key, []).append(read_source(d, batch_size, base_dir, cols))
+            by_file.setdefault(key, []).append(read)
+
+    def source(d, cols, size):
+        return iter_source(d, size, base_dir, cols, block_size)
+
+    def table_batches():
+        for d, cols in tables:
+            yield from source(d, cols, None)
     streams = []
     for key, group in by_file.items():
         if key is _SEQUENCED:
-            windows = cut_windows(sequenced, *merge_by_seq([b.seq for b in sequenced]), batch_size)
-            streams.append([b for window in windows for b in window])
+            streams.append(_in_seq_order(sequenced, batch_size, source))
         else:
-            streams.append(_round_robin(group))
-    return tables, list(interleave(streams, seed=seed))
+            streams.append(_round_robin([source(d, cols, batch_size) for d, cols in group]))
+    return table_batches(), interleave(streams, seed=seed)
 
 
 _SEQUENCED = object()     # the by_file key standing for the sequence-ordered streams
+_SEQ_PIECE_ROWS = 1 << 12  # at least this many rows per piece a sequence-ordered stream is read in
 
 
-def _round_robin(per_relation: list[list[Batch]]) -> list[Batch]:
+def _check_readable(decl: RelationDecl, base_dir: str | None) -> None:
+    """Settings and file errors before the first event rather than in the middle of the feed."""
+    src = decl.source
+    if src.adaptor == "csv":
+        csv_settings(decl)
+    elif src.adaptor != "orderbook":
+        raise UnsupportedError(f"adaptor {src.adaptor!r} (only CSV is supported)")
+    path = resolve_path(src.path, base_dir)
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
+
+
+def _in_seq_order(reads, batch_size: int | None, source) -> Iterator[Batch]:
+    """The sequence-ordered streams' events in windows of batch_size (stream_order): merged
+    piece by piece; with no batch size, one window of every event (whole files, as that is)."""
+    from toaster.runtime.stream_order import cut_windows, merge_by_seq, merge_windows
+    if batch_size is None:
+        whole = [b for d, cols in reads for b in source(d, cols, None)]
+        windows = cut_windows(whole, *merge_by_seq([b.seq for b in whole]), None)
+    else:
+        windows = merge_windows([source(d, cols, max(batch_size, _SEQ_PIECE_ROWS)) for d, cols in reads],
+                                batch_size)
+    for window in windows:
+        yield from window
+
+
+def _round_robin(per_relation: list[Iterable[Batch]]) -> Iterator[Batch]:
     """Relations reading the same file see its lines in file order: batch i of each in turn."""
-    out = []
-    for i in range(max(len(b) for b in per_relation)):
-        out.extend(b[i] for b in per_relation if i < len(b))
-    return out
+    iters = [iter(b) for b in per_relation]
+    while iters:
+        alive = []
+        for it in iters:
+            b = next(it, None)
+            if b is not None:
+                alive.append(it)
+                yield b
+        iters = alive
 
 
 def interleave(streams: Sequence[Iterable[Batch]], seed: int | None = None) -> Iterator[Batch]:

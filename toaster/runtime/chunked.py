@@ -1,0 +1,111 @@
+"""Reading a source file in bounded pieces: byte chunks cut at line breaks, and the rows read
+from them cut again into batches of exactly `batch_size` rows, so a reader holds O(chunk +
+batch) of a file at a time instead of the whole file.
+
+    for data, first_line in byte_chunks(fh, 8 << 20):      # bytes, number of its first line
+        ...
+    out = Rebatcher(batch_size)
+    for block in blocks: yield from out.add(block)          # full batches as soon as they fill
+    yield from out.finish()                                 # the last, shorter one
+"""
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from toaster.runtime.batch import Batch
+
+BLOCK_SIZE = 8 << 20      # bytes of a file parsed at a time (Arrow parses one in parallel threads)
+
+
+def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[bytes, int]]:
+    """(chunk, 1-based number of its first line) for the whole file. Every chunk but the last
+    ends with a line break (\\n, \\r or \\r\\n, never split); a line longer than block_size makes
+    its chunk longer. Line numbers count every line, empty ones included (as Python's reader)."""
+    if block_size < 1:
+        raise ValueError("block_size must be positive")
+    line, rest = 1, b""
+    while True:
+        data = fh.read(block_size)
+        if not data:
+            if rest:
+                yield rest, line
+            return
+        buf = rest + data if rest else data
+        cut = _after_last_break(buf)
+        if cut == 0:                 # no complete line yet: read on
+            rest = buf
+            continue
+        chunk, rest = buf[:cut], buf[cut:]
+        yield chunk, line
+        line += count_breaks(chunk)
+
+
+def _after_last_break(buf: bytes) -> int:
+    """Index just after the last line break of buf that is surely complete (0 if none): a '\\r'
+    as the very last byte may be the first half of '\\r\\n'."""
+    return max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1
+
+
+def count_breaks(data: bytes) -> int:
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+class Rebatcher:
+    """Blocks of rows of one relation (any sizes, in order) cut into batches of exactly `size`
+    rows; size None: one batch of everything at finish(). Rows of a batch not yet full stay
+    pending, so a reader that stops at a bad line drops its batch whole."""
+
+    def __init__(self, size: int | None):
+        if size is not None and size < 1:
+            raise ValueError("batch_size must be positive")
+        self.size = size
+        self._pending: list[Batch] = []
+        self._count = 0
+
+    def add(self, block: Batch | None) -> Iterator[Batch]:
+        if block is None or len(block) == 0:
+            return
+        self._pending.append(block)
+        self._count += len(block)
+        if self.size is None or self._count < self.size:
+            return
+        whole = concat_batches(self._pending)
+        full = self._count // self.size * self.size
+        for lo in range(0, full, self.size):
+            yield whole.slice(lo, lo + self.size)
+        rest = whole.slice(full, self._count)
+        self._pending = [rest] if len(rest) else []
+        self._count = len(rest)
+
+    def finish(self) -> Iterator[Batch]:
+        if self._count:
+            yield concat_batches(self._pending)
+        self._pending, self._count = [], 0
+
+
+def concat_batches(batches: list[Batch]) -> Batch:
+    """One batch of the rows of several (of one relation), in order; Arrow columns are chained
+    (no copy), numpy ones concatenated."""
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    cols = tuple(_concat_column([b.columns[j] for b in batches]) for j in range(len(first.columns)))
+    seq = None if any(b.seq is None for b in batches) else np.concatenate([b.seq for b in batches])
+    return Batch(first.relation, np.concatenate([b.signs for b in batches]), cols, seq)
+
+
+def _concat_column(cols):
+    if any(c is None for c in cols):
+        return None
+    if any(isinstance(c, (pa.Array, pa.ChunkedArray)) for c in cols):
+        chunks = []
+        for c in cols:
+            if isinstance(c, pa.ChunkedArray):
+                chunks.extend(c.chunks)
+            else:
+                chunks.append(c if isinstance(c, pa.Array) else pa.array(c))
+        return pa.chunked_array(chunks, type=chunks[0].type) if chunks else cols[0]
+    return np.concatenate(cols)
