@@ -66,7 +66,8 @@ def iter_source(decl: RelationDecl, batch_size: int | None = None,
         # the file holds the logical columns (an empty field of a nullable column is NULL);
         # engines get the physical ones (toaster.runtime.nulls)
         yield from (physical_batch(decl, b) for b in
-                    iter_source(logical_decl(decl), batch_size, base_dir, logical_needed(decl, columns)))
+                    iter_source(logical_decl(decl), batch_size, base_dir, logical_needed(decl, columns),
+                                block_size))
         return
     src = decl.source
     if src is None:
