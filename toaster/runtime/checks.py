@@ -269,8 +269,8 @@ def _arrow_column(where: str, t, col):
                 (pa.types.is_dictionary(ty) and pa.types.is_string(ty.value_type)):
             return col
         raise InputError(f"{where}: expected strings, got an Arrow {ty} column")
-    if t == DATE and pa.types.is_date32(ty):
-        return days_to_yyyymmdd(col.to_numpy())
+    if t == DATE and pa.types.is_date32(ty):     # date32 -> datetime64 needs a copy
+        return days_to_yyyymmdd(col.to_numpy(zero_copy_only=False) if isinstance(col, pa.Array) else col.to_numpy())
     if t == STRING or pa.types.is_dictionary(ty) or not (pa.types.is_integer(ty) or pa.types.is_floating(ty)
                                                         or pa.types.is_boolean(ty)):
         raise InputError(f"{where}: expected {_WANT[t][2:]} values, got an Arrow {ty} column")

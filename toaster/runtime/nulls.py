@@ -72,13 +72,15 @@ def _split_nulls(t, col):
         mask = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         if not mask.any():
             return col, mask.astype(np.int64)
-        if pa.types.is_date(col.type):
-            fill = pa.scalar(datetime.date(1, 1, 1), col.type)
-        else:
-            fill = pa.scalar(null_value(t), col.type if not pa.types.is_dictionary(col.type) else pa.string())
         if pa.types.is_dictionary(col.type):
-            col = col.cast(pa.string())
-        return col.fill_null(fill), mask.astype(np.int64)
+            col = col.cast(col.type.value_type)
+        text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        fill = datetime.date(1, 1, 1) if pa.types.is_date(col.type) else \
+            "0001-01-01" if t == DATE and text else null_value(t)
+        try:
+            return col.fill_null(pa.scalar(fill, col.type)), mask.astype(np.int64)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return col, mask.astype(np.int64)       # a column of the wrong type: checks.py says so
     arr = np.asarray(col) if isinstance(col, np.ndarray) else np.asarray(list(col), dtype=object)
     if arr.dtype != object:
         return arr, np.zeros(len(arr), dtype=np.int64)
