@@ -104,15 +104,3 @@ class IntegerOverflowError(ToasterError):
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-
-def overflow_message(map_name: str, queries) -> str:
-    """`view Q (map M) left the 64-bit range ...` (printed after `integer overflow: `); `queries` are the program's
-    QueryDecls (a map that is no view's value map is named as an auxiliary map)."""
-    views = [q.name for q in queries if map_name in tuple(q.value_maps)]
-    if views:
-        who = f"view {', '.join(views)} (map {map_name})"
-    else:     # an auxiliary map is named after the value map it serves (QUERY_1_TOTAL_mS1)
-        views = [q.name for q in queries if any(map_name.startswith(m + "_") for m in q.value_maps)]
-        who = (f"view {', '.join(views)} (auxiliary map {map_name})" if views
-               else f"auxiliary map {map_name}")
-    return f"{who} left the 64-bit range in this batch; the batch was not applied"

@@ -8,7 +8,9 @@ value during a batch, so a batch that fails half-way is undone.
 """
 from __future__ import annotations
 
-from toaster.errors import INT64_MAX, INT64_MIN, IntegerOverflowError, overflow_message
+from dataclasses import fields, is_dataclass
+
+from toaster.errors import INT64_MAX, INT64_MIN, IntegerOverflowError
 
 __all__ = ["INT64_MIN", "INT64_MAX", "ArithmeticOverflow", "checked", "check_value", "Journal",
            "overflow_error", "run_atomically"]
@@ -28,14 +30,68 @@ def checked(v):
     return v
 
 
-def check_value(v, map_name: str, queries) -> None:
+def check_value(v, map_name: str, queries, program=None) -> None:
     """Raise IntegerOverflowError when an int about to be stored in `map_name` is out of range."""
     if v.__class__ is int and (v > INT64_MAX or v < INT64_MIN):
-        raise overflow_error(map_name, queries)
+        raise overflow_error(map_name, queries, program)
 
 
-def overflow_error(map_name: str, queries) -> IntegerOverflowError:
-    return IntegerOverflowError(overflow_message(map_name, queries))
+def overflow_error(map_name: str, queries, program=None) -> IntegerOverflowError:
+    """`view Q (map M) left the 64-bit range in this batch; the batch was not applied`. A map
+    that is no view's value map (auxiliary, temporary, a batch's pre-aggregated delta) is named
+    with the views it feeds in `program` (an M3, K3 or imperative program)."""
+    views = [q.name for q in queries if map_name in tuple(q.value_maps)]
+    if views:
+        who = f"view {', '.join(views)} (map {map_name})"
+    else:
+        fed = maps_fed(map_name, program) if program is not None else {map_name}
+        views = [q.name for q in queries if fed & set(q.value_maps)]
+        who = f"view {', '.join(views)} (auxiliary map {map_name})" if views else f"map {map_name}"
+    return IntegerOverflowError(f"{who} left the 64-bit range in this batch; the batch was not applied")
+
+
+# node class -> the field naming the map it reads / writes, in the M3, K3 and imperative IRs
+_READS = {"MapRef": "name", "MapGet": "map", "ForEach": "map", "Lookup": "map", "Slice": "map"}
+_WRITES = {"Statement": "target", "MapAdd": "map", "MapSet": "map", "Update": "map", "Replace": "map"}
+
+
+def _nodes(root):
+    todo = [root]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (tuple, list)):
+            todo.extend(n)
+        elif is_dataclass(n) and not isinstance(n, type):
+            yield n
+            todo.extend(getattr(n, f.name) for f in fields(n))
+
+
+def maps_fed(map_name: str, program) -> set:
+    """`map_name` and every map whose value a trigger statement computes from it, transitively.
+    A top-level statement that writes no map (a local declared for later) counts as part of the
+    next one that does."""
+    feeds: dict = {}
+    for trig in program.triggers:
+        reads: set = set()
+        for stmt in getattr(trig, "statements", None) or trig.body:
+            writes = set()
+            for n in _nodes(stmt):
+                kind = type(n).__name__
+                if kind in _READS:
+                    reads.add(getattr(n, _READS[kind]))
+                if kind in _WRITES:
+                    writes.add(getattr(n, _WRITES[kind]))
+            if writes:
+                for r in reads:
+                    feeds.setdefault(r, set()).update(writes)
+                reads = set()
+    seen, todo = {map_name}, [map_name]
+    while todo:
+        for w in feeds.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 class Journal:

@@ -47,7 +47,7 @@ class InterpEngine(TriggerEngine):
                 full = tuple(env[k] if k in env else b[k] for k in stmt.keys)
                 nv = target.get(full, 0) + val
                 if nv.__class__ is int and (nv > INT64_MAX or nv < INT64_MIN):
-                    raise overflow_error(stmt.target, self.queries)
+                    raise overflow_error(stmt.target, self.queries, self.program)
                 journal.write(target, full)
                 if nv == 0:
                     target.pop(full, None)

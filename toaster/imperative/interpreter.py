@@ -21,7 +21,7 @@ from toaster.k3.interpreter import binop
 
 
 class ImpInterpreter:
-    queries = ()     # the program's queries, to name the view in an overflow error
+    queries, program = (), None     # to name the view in an overflow error
 
     def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps
@@ -68,7 +68,7 @@ class ImpInterpreter:
                         k = tuple(self.expr(x, env) for x in keys)
                         new = binop("+", target.get(k, 0), self.expr(v, env))
                     except ArithmeticOverflow:
-                        raise overflow_error(m, self.queries) from None
+                        raise overflow_error(m, self.queries, self.program) from None
                     self.journal.write(target, k)
                     target[k] = new
                 case MapSet(m, keys, v):
@@ -77,7 +77,7 @@ class ImpInterpreter:
                         k = tuple(self.expr(x, env) for x in keys)
                         new = self.expr(v, env)
                     except ArithmeticOverflow:
-                        raise overflow_error(m, self.queries) from None
+                        raise overflow_error(m, self.queries, self.program) from None
                     self.journal.write(target, k)
                     target[k] = new
                 case MapClear(m):
@@ -95,7 +95,7 @@ class ImpEngine(TriggerEngine):
         self.maps = {m.name: {} for m in program.maps}
         self.journal = Journal()
         self.interp = ImpInterpreter(self.maps, self.journal)
-        self.interp.queries = self.queries
+        self.interp.queries, self.interp.program = self.queries, program
         self._blame = {t.name: blame_maps(t.body, imp_writes) for t in program.triggers}
         run_atomically(self.journal, self._start)
 
@@ -107,7 +107,7 @@ class ImpEngine(TriggerEngine):
             try:
                 self.interp.run((st,), env)
             except ArithmeticOverflow:     # outside any map write: a local value of the trigger
-                raise overflow_error(blame or trig.name, self.queries) from None
+                raise overflow_error(blame or trig.name, self.queries, self.program) from None
 
     def _run_tuple(self, trig, row: tuple) -> None:
         self._run(trig, {p.name: a for p, a in zip(trig.params, row)})

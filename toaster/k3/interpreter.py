@@ -51,7 +51,7 @@ def binop(op: str, a, b, t=None):
 
 
 class K3Interpreter:
-    queries = ()     # the program's queries, to name the view in an overflow error
+    queries, program = (), None     # to name the view in an overflow error
 
     def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps  # name -> dict
@@ -131,7 +131,7 @@ class K3Interpreter:
                     target = self.maps[m]
                     new = binop("+", target.get(k, 0), self.eval(v, env))
                 except ArithmeticOverflow:
-                    raise overflow_error(m, self.queries) from None
+                    raise overflow_error(m, self.queries, self.program) from None
                 self.journal.write(target, k)
                 target[k] = new
                 return None
@@ -142,7 +142,7 @@ class K3Interpreter:
                         key = tuple(x[:-1])
                         fresh[key] = binop("+", fresh[key], x[-1])
                 except ArithmeticOverflow:
-                    raise overflow_error(m, self.queries) from None
+                    raise overflow_error(m, self.queries, self.program) from None
                 self.journal.clear(self.maps[m])
                 self.maps[m].clear()
                 self.maps[m].update(fresh)
@@ -166,7 +166,7 @@ class K3Engine(TriggerEngine):
         self.maps = {m.name: {} for m in program.maps}
         self.journal = Journal()
         self.interp = K3Interpreter(self.maps, self.journal)
-        self.interp.queries = self.queries
+        self.interp.queries, self.interp.program = self.queries, program
         self._blame = {t.name: blame_maps(t.body, _k3_writes) for t in program.triggers}
         run_atomically(self.journal, self._start)
 
@@ -191,7 +191,7 @@ class K3Engine(TriggerEngine):
             try:
                 self.interp.eval(st, env)
             except ArithmeticOverflow:     # outside any map write: a local value of the trigger
-                raise overflow_error(blame or trig.name, self.queries) from None
+                raise overflow_error(blame or trig.name, self.queries, self.program) from None
 
     def read_map(self, name: str) -> dict:
         return {k: v for k, v in self.maps[name].items() if v != 0}

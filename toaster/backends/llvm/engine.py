@@ -21,6 +21,7 @@ import llvmlite.binding as llvm
 
 from toaster.engine import Engine
 from toaster.errors import InputError
+from toaster.backends.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import columns_read, relations_read
@@ -97,6 +98,7 @@ class LLVMEngine(Engine):
             addr(f"{spec.name}.load")) for spec in prog.maps}
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
         self._compact = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("toaster.compact"))
+        self._overflow_site = ctypes.c_int64.from_address(self._ee.get_global_value_address("overflow.site"))
         if module.has_undo_log:
             self._undo_on = ctypes.c_int64.from_address(self._ee.get_global_value_address("undo.on"))
             self._rollback = ctypes.CFUNCTYPE(None)(addr("toaster.rollback"))
@@ -141,17 +143,21 @@ class LLVMEngine(Engine):
                 arrays.append(np.ascontiguousarray(col))
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
-        logged = self._undo_on is not None and self._pool.may_fail()
+        logged = self._undo_on is not None and (self.llvm_module.overflow_sites or self._pool.may_fail())
         if logged:
             self._undo_on.value = 1
         self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
         failure = self._pool.take_error()
+        site = self._overflow_site.value
         if logged:
-            if failure is not None:
+            if failure is not None or site >= 0:
                 self._rollback()
             else:
                 self._undo_on.value = 0
                 self._undo_trim()
+        if site >= 0:
+            self._overflow_site.value = -1
+            raise overflow_error(self.llvm_module.overflow_sites[site], self.queries, self.program)
         if failure is not None:
             if not logged:     # cannot happen: an error needs a failing live string
                 raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "
