@@ -166,3 +166,24 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1, err
         assert "integer overflow: view QUERY_1 (map " in err, err
+
+
+def test_spark_overflow_fails_the_batch_and_keeps_the_views(spark):
+    """The generated per-partition code checks every integer it stores; a failed batch is undone
+    (executor views back to their versions before it, driver views through their undo)."""
+    from toaster.backends.spark.engine import SparkEngine
+    sql = SCHEMA + "SELECT B, SUM(A) AS total FROM R GROUP BY B;\nSELECT COUNT(*) AS n, SUM(B) AS sb FROM R;"
+    comp = compile_sql(sql, mode="batch")
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2, checkpoint_every=1)
+    f = Fed.__new__(Fed)
+    f.comp, f.engine, f.oracle = comp, engine, Oracle(list(engine.relations.values()))
+    try:
+        f.apply(batch([(BIG, 1), (5, 2), (BIG - 1, 1), (3, 3)]))
+        f.assert_views_match_duckdb()
+        with pytest.raises(IntegerOverflowError, match=f"view {comp.queries[0].name} "):
+            engine.apply(batch([(7, 2), (1, 1), (2, 3)]))
+        f.assert_views_match_duckdb()
+        f.apply(batch([(-BIG, 1), (4, 2)]))
+        f.assert_views_match_duckdb()
+    finally:
+        f.close()

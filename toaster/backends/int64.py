@@ -51,8 +51,10 @@ def overflow_error(map_name: str, queries, program=None) -> IntegerOverflowError
 
 
 # node class -> the field naming the map it reads / writes, in the M3, K3 and imperative IRs
-_READS = {"MapRef": "name", "MapGet": "map", "ForEach": "map", "Lookup": "map", "Slice": "map"}
-_WRITES = {"Statement": "target", "MapAdd": "map", "MapSet": "map", "Update": "map", "Replace": "map"}
+_READS = {"MapRef": "name", "MapGet": "map", "ForEach": "map", "Lookup": "map", "Slice": "map",
+          "Exchange": "source"}
+_WRITES = {"Statement": "target", "MapAdd": "map", "MapSet": "map", "Update": "map", "Replace": "map",
+           "Exchange": "target"}
 
 
 def _nodes(root):
@@ -69,11 +71,13 @@ def _nodes(root):
 def maps_fed(map_name: str, program) -> set:
     """`map_name` and every map whose value a trigger statement computes from it, transitively.
     A top-level statement that writes no map (a local declared for later) counts as part of the
-    next one that does."""
+    next one that does. (M3: trigger statements; K3, imp: trigger bodies; dist: block items.)"""
     feeds: dict = {}
     for trig in program.triggers:
         reads: set = set()
-        for stmt in getattr(trig, "statements", None) or trig.body:
+        top = getattr(trig, "statements", None) or getattr(trig, "body", None) or \
+            [it for b in trig.blocks for it in b.items]
+        for stmt in top:
             writes = set()
             for n in _nodes(stmt):
                 kind = type(n).__name__

@@ -118,7 +118,29 @@ class DistRuntime:
 
     def begin_trigger(self, delta_name: str, delta: dict) -> None:
         self._job0 = _last_job_id(self.sc)
+        # what a failed batch goes back to: the views' versions, and the driver views' old values
+        self._before = {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}
+        for n in self.LOCAL_MAPS:
+            self.local[n].undo = {}
         self.local[delta_name] = delta
+
+    def _abort_trigger(self) -> None:
+        """Undo a batch whose trigger failed: executors rebuild the views at their versions from
+        before it (state.checkout); the driver's views get their old values back."""
+        for v, (last, snap, logs) in getattr(self, "_before", {}).items():
+            log = self.views[v]
+            log.last, log.snap, log.logs = last, snap, logs
+        for n in self.LOCAL_MAPS:
+            self.local[n].rollback()
+        for n in [n for n in self.local if n not in self.LOCAL_MAPS]:
+            del self.local[n]                 # the batch's delta and temps
+        for r in self._persisted:
+            r.unpersist()
+        self._reset_plan()
+
+    def _end_undo(self) -> None:
+        for n in self.LOCAL_MAPS:
+            self.local[n].undo = None
 
     def scatter(self, target: str, source: str, parts: tuple) -> None:
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
@@ -245,9 +267,16 @@ class DistRuntime:
         raise KeyError(name)
 
     def apply_delta(self, relation: str, delta: dict) -> None:
+        """Run the relation's batch trigger; if it fails, the batch is undone (_abort_trigger)."""
         method = self.TRIGGERS.get(relation)
         if method is not None and delta:
-            getattr(self, method)(delta)
+            try:
+                getattr(self, method)(delta)
+            except BaseException:
+                self._abort_trigger()
+                raise
+            finally:
+                self._end_undo()
 
     def close(self) -> None:
         """Drop the replicas (best effort: processes that run no task here keep theirs until
