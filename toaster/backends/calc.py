@@ -2,13 +2,13 @@
 
 Slow and obviously correct: no deltas, no auxiliary maps, just the formal semantics.
 After each batch the INT-valued maps are evaluated (and kept for reads until the next batch): a
-value outside the 64-bit range undoes the batch and raises IntegerOverflowError (int64.py).
+value outside the 64-bit range undoes the batch and raises IntegerOverflowError (toaster/runtime/int64.py).
 """
 from __future__ import annotations
 
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.engine import Engine
-from toaster.backends.int64 import check_value
+from toaster.runtime.int64 import check_value
 from toaster.runtime.batch import Batch
 from toaster.types import INT
 

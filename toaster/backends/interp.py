@@ -1,14 +1,14 @@
 """`interp`: the reference engine. Executes M3 triggers in Python with the calculus evaluator.
 
 Integers are exact while a statement is evaluated; a value written to a map must fit 64 bits
-(else IntegerOverflowError), and a batch that fails is rolled back through a journal (int64.py).
+(else IntegerOverflowError), and a batch that fails is rolled back through a journal (toaster/runtime/int64.py).
 """
 from __future__ import annotations
 
 from toaster.calculus.evaluator import Database, evaluate
 from toaster.m3.ir import M3Program
 from toaster.engine import TriggerEngine
-from toaster.backends.int64 import INT64_MAX, INT64_MIN, Journal, overflow_error, run_atomically
+from toaster.runtime.int64 import INT64_MAX, INT64_MIN, Journal, overflow_error, run_atomically
 
 
 class InterpEngine(TriggerEngine):

@@ -12,7 +12,8 @@ A debugging engine that pins down the IR's meaning for the native backends:
 from __future__ import annotations
 
 from toaster.engine import TriggerEngine
-from toaster.backends.int64 import ArithmeticOverflow, Journal, blame_maps, imp_writes, overflow_error, run_atomically
+from toaster.runtime.int64 import (ArithmeticOverflow, Journal, NoJournal, blame_maps, imp_writes,
+                                    overflow_error, run_atomically)
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
@@ -25,7 +26,7 @@ class ImpInterpreter:
 
     def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps
-        self.journal = journal if journal is not None else Journal()
+        self.journal = journal if journal is not None else NoJournal()
 
     def expr(self, e, env):
         match e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from toaster.engine import TriggerEngine
-from toaster.backends.int64 import (INT64_MAX, INT64_MIN, ArithmeticOverflow, Journal, blame_maps,
+from toaster.runtime.int64 import (INT64_MAX, INT64_MIN, ArithmeticOverflow, Journal, NoJournal, blame_maps,
                                     overflow_error, run_atomically)
 from toaster.errors import UnsupportedError
 from toaster.calculus.maps import delta_map_name
@@ -24,7 +24,7 @@ from toaster.k3.ir import (
 def binop(op: str, a, b, t=None):
     """Shared scalar semantics of the K3 and imperative interpreters (toaster.functions:
     '/' is IEEE float division, comparisons and casts are the registry's). Integer `+ - *` are
-    64-bit: a result outside the range raises ArithmeticOverflow (int64.py), as native code does."""
+    64-bit: a result outside the range raises ArithmeticOverflow (toaster/runtime/int64.py), as native code does."""
     match op:
         case "+":
             r = a + b
@@ -55,7 +55,7 @@ class K3Interpreter:
 
     def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps  # name -> dict
-        self.journal = journal if journal is not None else Journal()
+        self.journal = journal if journal is not None else NoJournal()
 
     def apply_fn(self, fn: Lambda, args, env):
         if len(fn.params) != len(args):

@@ -45,7 +45,7 @@ from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMB
 from toaster.backends.llvm.natives import float_to_int, native_call, register_libm_symbols
 from toaster.backends.llvm.undo import UndoLog
 from toaster.backends.llvm.overflow import OverflowFlag
-from toaster.backends.int64 import blame_maps, imp_writes
+from toaster.runtime.int64 import blame_maps, imp_writes
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")

@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 from toaster.engine import Engine
 from toaster.errors import InputError
-from toaster.backends.int64 import overflow_error
+from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import columns_read, relations_read
@@ -109,6 +109,8 @@ class LLVMEngine(Engine):
         self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
         ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
         self._pool.check_errors()
+        if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
+            raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._needed: dict = {}
         self._open = True
 

@@ -87,7 +87,7 @@ class SparkEngine(Engine):
             found = re.search(re.escape(OVERFLOW_MARK) + r"\[([^\]]+)\]", str(e))
             if found is None:
                 raise
-            from toaster.backends.int64 import overflow_error
+            from toaster.runtime.int64 import overflow_error
             raise overflow_error(found.group(1), self.queries, self.dist) from None
 
     @property

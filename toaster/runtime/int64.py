@@ -130,6 +130,16 @@ class Journal:
         self.log.clear()
 
 
+class NoJournal(Journal):
+    """For an interpreter run outside an engine: nothing to undo, nothing kept."""
+
+    def write(self, table: dict, key) -> None:
+        pass
+
+    def clear(self, table: dict) -> None:
+        pass
+
+
 def run_atomically(journal: Journal, run, *args) -> None:
     """run(*args); if it raises, undo every write the journal recorded since, then re-raise."""
     journal.forget()
@@ -154,14 +164,14 @@ def blame_maps(body, written) -> list:
 
 
 def imp_writes(stmt):
-    """Maps an imperative-IR statement adds to or sets, in order (MapClear is no write of a value)."""
-    from toaster.imperative.ir import ForEach, If, MapAdd, MapSet
-    match stmt:
-        case MapAdd(m, _, _) | MapSet(m, _, _):
-            yield m
-        case ForEach(body=body):
-            for s in body:
-                yield from imp_writes(s)
-        case If(_, then, orelse):
-            for s in then + orelse:
-                yield from imp_writes(s)
+    """Maps an imperative-IR statement adds to or sets, in order (MapClear is no write of a
+    value). By class name: this module sits below the stages."""
+    kind = type(stmt).__name__
+    if kind in ("MapAdd", "MapSet"):
+        yield stmt.map
+    elif kind == "ForEach":
+        for s in stmt.body:
+            yield from imp_writes(s)
+    elif kind == "If":
+        for s in stmt.then + stmt.orelse:
+            yield from imp_writes(s)
