@@ -46,6 +46,7 @@ from toaster.backends.llvm.natives import float_to_int, native_call, register_li
 from toaster.backends.llvm.undo import UndoLog
 from toaster.backends.llvm.overflow import OverflowFlag
 from toaster.runtime.int64 import blame_maps, imp_writes
+from toaster.m3.batch_delta import is_delta_map_name
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
@@ -418,7 +419,11 @@ class _ModuleGen:
         self.string_tables: dict[tuple, StringTable] = {}
         self.undo = UndoLog(self.module, self.rt) if with_undo else None
         self.overflow = OverflowFlag(self.module)
-        self.maps = {spec.name: NativeMap(self.module, self.rt, spec, self.undo, tag, self.overflow)
+        # a batch's pre-aggregated delta maps are scratch, refilled by every batch of their
+        # relation before it reads them: a rolled-back batch need not restore them
+        self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
+                                          None if is_delta_map_name(spec.name, prog.relations) else self.undo,
+                                          tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
         self.trigger_fns = []
         for t in prog.triggers:

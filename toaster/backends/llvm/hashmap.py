@@ -99,7 +99,8 @@ class NativeMap:
 
     def __init__(self, module: ir.Module, runtime: Runtime, spec, undo=None, tag: int = 0, overflow=None):
         self.spec = spec
-        self.overflow = overflow if spec.value_type != FLOAT else None   # overflow.OverflowFlag
+        # overflow.OverflowFlag; a batch's DELTA_<REL> sums +-1 per row: it cannot overflow
+        self.overflow = overflow if spec.value_type != FLOAT and spec.kind != "delta" else None
         # temp and delta maps are refilled from scratch whenever used: they need no undo records
         self.undo = undo if spec.kind == "view" else None
         self.undo_tag = tag if self.undo is not None else None
