@@ -8,7 +8,21 @@ exported accessors.
 
 Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
 some live string does fail, the batch runs with the native undo log on (undo.py) and is rolled
-back if it fails, so the views equal those before it. After each batch the maps drop their
+back if it fails, so the views equal those before it.
+
+Integers are 64-bit and checked (overflow.py): an overflow fails the batch with
+IntegerOverflowError naming the view. It is known only once it happened, so a program with checked
+integer arithmetic (nearly every one: COUNT is an integer) runs *every* batch with the undo log on.
+Chosen over re-running the batch from a snapshot because a snapshot costs O(state) per batch, the
+log O(writes of the batch); the batch's scratch delta maps (DELTA_<R>_k) keep no records.
+Cost, `python -m bench --queries tpch_q3,tpch_q17 --backends llvm --batch-sizes 1000,100000
+--scale 0.1 --max-events 300000 --no-duckdb`, events/s, two interleaved rounds on a LOADED
+machine (load average 5-8 from other jobs; noise is of the order of the differences):
+    before (b8f5554)     q3 414k/585k, 1.49M/1.34M   q17 403k/443k, 595k/779k
+    checked + undo log   q3 364k/500k, 0.995M/1.12M  q17 370k/333k, 675k/725k
+    checked, log off     q3 705k/1.11M, 1.02M/1.88M  q17 530k/425k, 497k/570k  (unsound; to compare)
+(idle machine, before only: q3 1.53M, 3.37M; q17 1.29M, 1.83M). Roughly 10-25% fewer events/s,
+mostly from the undo records; compile time grows ~30% (one overflow branch per operation). After each batch the maps drop their
 zero-valued entries (hashmap.py) and, every time the string dictionary has doubled since its last
 collection, the strings no map key holds any more are freed (StringPool.collect).
 """
