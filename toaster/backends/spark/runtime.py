@@ -15,7 +15,9 @@ two exchanges form a stage; the plan runs as ONE Spark job when the driver needs
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
 same job reads. Per-batch work is O(batch): tasks update their partition's views in place and
 log the changed entries; every `checkpoint_every` batches one more job snapshots the views and
-drops the log they replace.
+drops the log they replace. A batch whose trigger fails (an integer overflow, a failed job) is
+undone: the views' versions go back to those before it, so executors rebuild them from the
+durable copy, and the driver's views give back the values they had (IndexedMap.undo).
 """
 from __future__ import annotations
 
@@ -127,7 +129,9 @@ class DistRuntime:
     def _abort_trigger(self) -> None:
         """Undo a batch whose trigger failed: executors rebuild the views at their versions from
         before it (state.checkout); the driver's views get their old values back."""
-        for v, (last, snap, logs) in getattr(self, "_before", {}).items():
+        if getattr(self, "_before", None) is None:      # failed after the batch was applied
+            return
+        for v, (last, snap, logs) in self._before.items():
             log = self.views[v]
             log.last, log.snap, log.logs = last, snap, logs
         for n in self.LOCAL_MAPS:
@@ -176,6 +180,8 @@ class DistRuntime:
             self._reset_plan()
         for t in temps:
             self.local.pop(t, None)
+        self._before = None          # the batch is applied: a failing snapshot must not undo it
+        self._end_undo()
         self.batches += 1
         if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
             self.snapshot()
