@@ -94,3 +94,13 @@ class InternalError(Exception):
 class UnknownNameError(ToasterError, KeyError):
     """A map or result name the engine does not have (still a KeyError for old callers)."""
     kind = "error"
+
+
+class IntegerOverflowError(ToasterError):
+    """An integer value (a map's value or an arithmetic result feeding one) left the 64-bit
+    range [-2^63, 2^63) during a batch; the batch is rolled back whole."""
+    kind = "integer overflow"
+
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+

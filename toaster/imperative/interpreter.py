@@ -12,6 +12,8 @@ A debugging engine that pins down the IR's meaning for the native backends:
 from __future__ import annotations
 
 from toaster.engine import TriggerEngine
+from toaster.runtime.int64 import (ArithmeticOverflow, Journal, NoJournal, blame_maps, imp_writes,
+                                    overflow_error, run_atomically)
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
                                    ForEach, MapAdd, MapSet, MapClear, ImpProgram, delta_map_name)
@@ -20,8 +22,11 @@ from toaster.k3.interpreter import binop
 
 
 class ImpInterpreter:
-    def __init__(self, maps: dict):
+    queries, program = (), None     # to name the view in an overflow error
+
+    def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps
+        self.journal = journal if journal is not None else NoJournal()
 
     def expr(self, e, env):
         match e:
@@ -59,12 +64,25 @@ class ImpInterpreter:
                         env[vv.name] = val
                         self.run(body, env)
                 case MapAdd(m, keys, v):
-                    k = tuple(self.expr(x, env) for x in keys)
                     target = self.maps[m]
-                    target[k] = target.get(k, 0) + self.expr(v, env)
+                    try:
+                        k = tuple(self.expr(x, env) for x in keys)
+                        new = binop("+", target.get(k, 0), self.expr(v, env))
+                    except ArithmeticOverflow:
+                        raise overflow_error(m, self.queries, self.program) from None
+                    self.journal.write(target, k)
+                    target[k] = new
                 case MapSet(m, keys, v):
-                    self.maps[m][tuple(self.expr(x, env) for x in keys)] = self.expr(v, env)
+                    target = self.maps[m]
+                    try:
+                        k = tuple(self.expr(x, env) for x in keys)
+                        new = self.expr(v, env)
+                    except ArithmeticOverflow:
+                        raise overflow_error(m, self.queries, self.program) from None
+                    self.journal.write(target, k)
+                    target[k] = new
                 case MapClear(m):
+                    self.journal.clear(self.maps[m])
                     self.maps[m].clear()
                 case _:
                     raise UnsupportedError(f"imperative statement {type(s).__name__}")
@@ -76,18 +94,32 @@ class ImpEngine(TriggerEngine):
     def __init__(self, program: ImpProgram):
         super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
-        self.interp = ImpInterpreter(self.maps)
-        self._start()
+        self.journal = Journal()
+        self.interp = ImpInterpreter(self.maps, self.journal)
+        self.interp.queries, self.interp.program = self.queries, program
+        self._blame = {t.name: blame_maps(t.body, imp_writes) for t in program.triggers}
+        run_atomically(self.journal, self._start)
+
+    def _apply(self, batch) -> None:
+        run_atomically(self.journal, super()._apply, batch)
+
+    def _run(self, trig, env: dict) -> None:
+        for st, blame in zip(trig.body, self._blame[trig.name]):
+            try:
+                self.interp.run((st,), env)
+            except ArithmeticOverflow:     # outside any map write: a local value of the trigger
+                raise overflow_error(blame or trig.name, self.queries, self.program) from None
 
     def _run_tuple(self, trig, row: tuple) -> None:
-        env = {p.name: a for p, a in zip(trig.params, row)}
-        self.interp.run(trig.body, env)
+        self._run(trig, {p.name: a for p, a in zip(trig.params, row)})
 
     def _run_batch(self, trig, relation: str, delta: dict) -> None:
         table = self.maps[delta_map_name(relation)]
+        for k in delta:       # journaled: a rollback must leave the delta map empty again
+            self.journal.write(table, k)
         table.update(delta)
         try:
-            self.interp.run(trig.body, {})
+            self._run(trig, {})
         finally:
             table.clear()
 

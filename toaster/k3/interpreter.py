@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from toaster.engine import TriggerEngine
+from toaster.runtime.int64 import (INT64_MAX, INT64_MIN, ArithmeticOverflow, Journal, NoJournal, blame_maps,
+                                    overflow_error, run_atomically)
 from toaster.errors import UnsupportedError
 from toaster.calculus.maps import delta_map_name
 from toaster.functions import COMPARISONS, call, cast, compare, divide
@@ -21,14 +23,22 @@ from toaster.k3.ir import (
 
 def binop(op: str, a, b, t=None):
     """Shared scalar semantics of the K3 and imperative interpreters (toaster.functions:
-    '/' is IEEE float division, comparisons and casts are the registry's)."""
+    '/' is IEEE float division, comparisons and casts are the registry's). Integer `+ - *` are
+    64-bit: a result outside the range raises ArithmeticOverflow (toaster/runtime/int64.py), as native code does."""
     match op:
         case "+":
-            return a + b
+            r = a + b
         case "-":
-            return a - b
+            r = a - b
         case "*":
-            return a * b
+            r = a * b
+        case _:
+            r = None
+    if r is not None:
+        if r.__class__ is int and (r > INT64_MAX or r < INT64_MIN):
+            raise ArithmeticOverflow()
+        return r
+    match op:
         case "/":
             return divide(a, b)
         case "and":
@@ -41,8 +51,11 @@ def binop(op: str, a, b, t=None):
 
 
 class K3Interpreter:
-    def __init__(self, maps: dict):
+    queries, program = (), None     # to name the view in an overflow error
+
+    def __init__(self, maps: dict, journal: Journal | None = None):
         self.maps = maps  # name -> dict
+        self.journal = journal if journal is not None else NoJournal()
 
     def apply_fn(self, fn: Lambda, args, env):
         if len(fn.params) != len(args):
@@ -113,18 +126,29 @@ class K3Interpreter:
                     self.apply_fn(fn, x, env)
                 return None
             case Update(m, keys, v):
-                k = tuple(self.eval(x, env) for x in keys)
-                target = self.maps[m]
-                target[k] = target.get(k, 0) + self.eval(v, env)
+                try:
+                    k = tuple(self.eval(x, env) for x in keys)
+                    target = self.maps[m]
+                    new = binop("+", target.get(k, 0), self.eval(v, env))
+                except ArithmeticOverflow:
+                    raise overflow_error(m, self.queries, self.program) from None
+                self.journal.write(target, k)
+                target[k] = new
                 return None
             case Replace(m, coll):
                 fresh = defaultdict(int)
-                for x in self.eval(coll, env):
-                    fresh[tuple(x[:-1])] += x[-1]
+                try:
+                    for x in self.eval(coll, env):
+                        key = tuple(x[:-1])
+                        fresh[key] = binop("+", fresh[key], x[-1])
+                except ArithmeticOverflow:
+                    raise overflow_error(m, self.queries, self.program) from None
+                self.journal.clear(self.maps[m])
                 self.maps[m].clear()
                 self.maps[m].update(fresh)
                 return None
             case Clear(m):
+                self.journal.clear(self.maps[m])
                 self.maps[m].clear()
                 return None
             case Block(stmts):
@@ -140,14 +164,22 @@ class K3Engine(TriggerEngine):
     def __init__(self, program: K3Program):
         super().__init__(program)
         self.maps = {m.name: {} for m in program.maps}
-        self.interp = K3Interpreter(self.maps)
-        self._start()
+        self.journal = Journal()
+        self.interp = K3Interpreter(self.maps, self.journal)
+        self.interp.queries, self.interp.program = self.queries, program
+        self._blame = {t.name: blame_maps(t.body, _k3_writes) for t in program.triggers}
+        run_atomically(self.journal, self._start)
+
+    def _apply(self, batch) -> None:
+        run_atomically(self.journal, super()._apply, batch)
 
     def _run_tuple(self, trig, row: tuple) -> None:
         self._run(trig, {p.name: a for p, a in zip(trig.params, row)})
 
     def _run_batch(self, trig, relation: str, delta: dict) -> None:
         table = self.maps[delta_map_name(relation)]
+        for k in delta:       # journaled: a rollback must leave the delta map empty again
+            self.journal.write(table, k)
         table.update(delta)
         try:
             self._run(trig, {})
@@ -155,8 +187,24 @@ class K3Engine(TriggerEngine):
             table.clear()
 
     def _run(self, trig, env: dict) -> None:
-        for st in trig.body:
-            self.interp.eval(st, env)
+        for st, blame in zip(trig.body, self._blame[trig.name]):
+            try:
+                self.interp.eval(st, env)
+            except ArithmeticOverflow:     # outside any map write: a local value of the trigger
+                raise overflow_error(blame or trig.name, self.queries, self.program) from None
 
     def read_map(self, name: str) -> dict:
         return {k: v for k, v in self.maps[name].items() if v != 0}
+
+
+def _k3_writes(e):
+    """Maps a K3 statement updates or replaces, in order."""
+    from dataclasses import fields, is_dataclass
+    if isinstance(e, (Update, Replace)):
+        yield e.map
+    if is_dataclass(e):
+        for f in fields(e):
+            v = getattr(e, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if is_dataclass(x):
+                    yield from _k3_writes(x)

@@ -17,10 +17,14 @@ Entry points (external symbols):
   toaster.compact(i64 force)   reclaim zero-valued entries of every map (see hashmap.py)
   <map>.count() / <map>.keys() / <map>.vals() / <map>.load(n, keys, vals)   (see hashmap.py)
   toaster.rollback() / toaster.undo_trim(), global undo.on   only in programs with a fallible
-      string table: the undo log that keeps a failing batch atomic (undo.py)
+      string table or checked integer arithmetic: the undo log that keeps a failing batch atomic
+      (undo.py)
+  global overflow.site   -1, or the number of the map whose integer value overflowed (overflow.py)
 
-process_<REL> ends by compacting the maps (unless a fallible table recorded an error: the engine
-then rolls the batch back, and the undo records must still find the entries they name).
+Integer `+ - *` on values and integer map additions are checked (overflow.py).
+process_<REL> ends by compacting the maps (unless a fallible table recorded an error or an
+integer overflowed: the engine then rolls the batch back, and the undo records must still find
+the entries they name).
 """
 from __future__ import annotations
 
@@ -40,6 +44,9 @@ from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, 
 from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
 from toaster.backends.llvm.natives import float_to_int, native_call, register_libm_symbols
 from toaster.backends.llvm.undo import UndoLog
+from toaster.backends.llvm.overflow import OverflowFlag
+from toaster.runtime.int64 import blame_maps, imp_writes
+from toaster.m3.batch_delta import is_delta_map_name
 
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
@@ -56,6 +63,7 @@ class LLVMModule:
     entry_points: dict = field(hash=False, compare=False)  # relation -> process_<REL>
     string_tables: tuple = ()                            # StringTable, for the engine to fill
     has_undo_log: bool = False                           # toaster.rollback and undo.on exist
+    overflow_sites: tuple = ()                           # map name per value of `overflow.site`
 
     def __str__(self) -> str:
         return self.ir_text
@@ -129,6 +137,7 @@ class _TriggerGen:
         self.alloca_b = ir.IRBuilder(self.entry)
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.scopes = [{}]
+        self.blame = fn.name        # the map an integer overflow here is reported for
         for p, a in zip(params, fn.args):
             self.bind(p, a)
 
@@ -151,6 +160,15 @@ class _TriggerGen:
             if name in scope:
                 return scope[name]
         raise ValueError(f"imp: local {name!r} used before its Declare")
+
+    def body(self, stmts):
+        """A trigger body: each top-level statement blames overflows outside map writes on the
+        map it (or a later statement) writes, as the Python engines do (int64.blame_maps)."""
+        self.scopes.append({})
+        for s, blame in zip(stmts, blame_maps(stmts, imp_writes)):
+            self.blame = blame or self.fn.name
+            self.stmt(s)
+        self.scopes.pop()
 
     def block(self, stmts):
         self.scopes.append({})
@@ -178,8 +196,8 @@ class _TriggerGen:
                 x, y = self.typed(l, wt), self.typed(r, wt)
                 if wt == FLOAT:
                     v = {"+": b.fadd, "-": b.fsub, "*": b.fmul}[op](x, y)
-                else:
-                    v = {"+": b.add, "-": b.sub, "*": b.mul}[op](x, y)
+                else:        # checked 64-bit arithmetic (overflow.py)
+                    v = self.g.overflow.arith(b, op, x, y, self.blame)
                 return convert(b, v, wt, t)
             case BinOp(op, l, r, t) if op in COMPARE:
                 return convert(b, self.compare(op, l, r), BOOL, t)
@@ -292,10 +310,14 @@ class _TriggerGen:
                         self.block(then)
             case MapAdd(name, keys, value):
                 m = self.g.map(name)
+                outer, self.blame = self.blame, name
                 m.add(b, self.keys(m, keys), self.typed(value, m.spec.value_type))
+                self.blame = outer
             case MapSet(name, keys, value):
                 m = self.g.map(name)
+                outer, self.blame = self.blame, name
                 m.set(b, self.keys(m, keys), self.typed(value, m.spec.value_type))
+                self.blame = outer
             case MapClear(name):
                 self.g.map(name).clear(b)
             case ForEach():
@@ -396,7 +418,12 @@ class _ModuleGen:
         self.strings: dict[str, int] = {}
         self.string_tables: dict[tuple, StringTable] = {}
         self.undo = UndoLog(self.module, self.rt) if with_undo else None
-        self.maps = {spec.name: NativeMap(self.module, self.rt, spec, self.undo, tag)
+        self.overflow = OverflowFlag(self.module)
+        # a batch's pre-aggregated delta maps are scratch, refilled by every batch of their
+        # relation before it reads them: a rolled-back batch need not restore them
+        self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
+                                          None if is_delta_map_name(spec.name, prog.relations) else self.undo,
+                                          tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
         self.trigger_fns = []
         for t in prog.triggers:
@@ -404,7 +431,7 @@ class _ModuleGen:
                              f"trigger.{t.name}")
             fn.linkage = "internal"
             tg = _TriggerGen(self, fn, t.params)
-            tg.block(t.body)
+            tg.body(t.body)
             tg.finish()
             self.trigger_fns.append((t, fn))
         self.entry_points = {r.name: self.process(r) for r in prog.relations}
@@ -413,7 +440,8 @@ class _ModuleGen:
             self.undo.build_exports(list(self.maps.values()))
 
     def fallible(self) -> bool:
-        return any(not t.total for t in self.string_tables.values())
+        """A trigger can fail at run time: a fallible string table, or checked integer arithmetic."""
+        return bool(self.overflow.sites) or any(not t.total for t in self.string_tables.values())
 
     def emit_compaction(self, b, force):
         for m in self.maps.values():
@@ -519,7 +547,7 @@ class _ModuleGen:
                 b.call(f, [])
             if delta is not None:
                 delta.clear(b)
-        failed = ir.Constant(I1, 0)
+        failed = self.overflow.failed(b)
         for t in self.string_tables.values():
             if not t.total:
                 err = b.load(self.module.get_global(t.symbol + ".error"), typ=I64)
@@ -553,7 +581,7 @@ def generate_llvm(prog: ImpProgram) -> LLVMModule:
         gen = _ModuleGen(prog, with_undo=True)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
     return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()),
-                      gen.undo is not None)
+                      gen.undo is not None, tuple(gen.overflow.sites))
 
 
 @pass_("imp_to_llvm", "imp", "llvm")

@@ -8,7 +8,21 @@ exported accessors.
 
 Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
 some live string does fail, the batch runs with the native undo log on (undo.py) and is rolled
-back if it fails, so the views equal those before it. After each batch the maps drop their
+back if it fails, so the views equal those before it.
+
+Integers are 64-bit and checked (overflow.py): an overflow fails the batch with
+IntegerOverflowError naming the view. It is known only once it happened, so a program with checked
+integer arithmetic (nearly every one: COUNT is an integer) runs *every* batch with the undo log on.
+Chosen over re-running the batch from a snapshot because a snapshot costs O(state) per batch, the
+log O(writes of the batch); the batch's scratch delta maps (DELTA_<R>_k) keep no records.
+Cost, `python -m bench --queries tpch_q3,tpch_q17 --backends llvm --batch-sizes 1000,100000
+--scale 0.1 --max-events 300000 --no-duckdb`, events/s, two interleaved rounds on a LOADED
+machine (load average 5-8 from other jobs; noise is of the order of the differences):
+    before (b8f5554)     q3 414k/585k, 1.49M/1.34M   q17 403k/443k, 595k/779k
+    checked + undo log   q3 364k/500k, 0.995M/1.12M  q17 370k/333k, 675k/725k
+    checked, log off     q3 705k/1.11M, 1.02M/1.88M  q17 530k/425k, 497k/570k  (unsound; to compare)
+(idle machine, before only: q3 1.53M, 3.37M; q17 1.29M, 1.83M). Roughly 10-25% fewer events/s,
+mostly from the undo records; compile time grows ~30% (one overflow branch per operation). After each batch the maps drop their
 zero-valued entries (hashmap.py) and, every time the string dictionary has doubled since its last
 collection, the strings no map key holds any more are freed (StringPool.collect).
 """
@@ -21,6 +35,7 @@ import llvmlite.binding as llvm
 
 from toaster.engine import Engine
 from toaster.errors import InputError
+from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import columns_read, relations_read
@@ -97,6 +112,7 @@ class LLVMEngine(Engine):
             addr(f"{spec.name}.load")) for spec in prog.maps}
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
         self._compact = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("toaster.compact"))
+        self._overflow_site = ctypes.c_int64.from_address(self._ee.get_global_value_address("overflow.site"))
         if module.has_undo_log:
             self._undo_on = ctypes.c_int64.from_address(self._ee.get_global_value_address("undo.on"))
             self._rollback = ctypes.CFUNCTYPE(None)(addr("toaster.rollback"))
@@ -107,6 +123,8 @@ class LLVMEngine(Engine):
         self._pool.sync()      # the literals' table entries; ON SYSTEM READY (in init) may read them
         ctypes.CFUNCTYPE(None)(addr("toaster.init"))()
         self._pool.check_errors()
+        if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
+            raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._needed: dict = {}
         self._open = True
 
@@ -141,17 +159,21 @@ class LLVMEngine(Engine):
                 arrays.append(np.ascontiguousarray(col))
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
-        logged = self._undo_on is not None and self._pool.may_fail()
+        logged = self._undo_on is not None and (self.llvm_module.overflow_sites or self._pool.may_fail())
         if logged:
             self._undo_on.value = 1
         self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
         failure = self._pool.take_error()
+        site = self._overflow_site.value
         if logged:
-            if failure is not None:
+            if failure is not None or site >= 0:
                 self._rollback()
             else:
                 self._undo_on.value = 0
                 self._undo_trim()
+        if site >= 0:
+            self._overflow_site.value = -1
+            raise overflow_error(self.llvm_module.overflow_sites[site], self.queries, self.program)
         if failure is not None:
             if not logged:     # cannot happen: an error needs a failing live string
                 raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "

@@ -34,6 +34,7 @@ Exported accessors per map (Python reads the tables back through them):
   <map>.compact(i64 force)
 
 With an undo log (undo.py), view maps record every write's previous value before making it.
+With an overflow flag (overflow.py), an integer map's `add` is checked 64-bit addition.
 """
 from __future__ import annotations
 
@@ -96,8 +97,10 @@ class NativeMap:
     """Globals and functions of one map; codegen calls `get`, `add`, `clear` and the
     iteration helpers to emit uses inline into trigger code."""
 
-    def __init__(self, module: ir.Module, runtime: Runtime, spec, undo=None, tag: int = 0):
+    def __init__(self, module: ir.Module, runtime: Runtime, spec, undo=None, tag: int = 0, overflow=None):
         self.spec = spec
+        # overflow.OverflowFlag; a batch's DELTA_<REL> sums +-1 per row: it cannot overflow
+        self.overflow = overflow if spec.value_type != FLOAT and spec.kind != "delta" else None
         # temp and delta maps are refilled from scratch whenever used: they need no undo records
         self.undo = undo if spec.kind == "view" else None
         self.undo_tag = tag if self.undo is not None else None
@@ -146,7 +149,11 @@ class NativeMap:
         return b.icmp_signed("!=", v, self.zero())
 
     def vadd(self, b, x, y):
-        return b.fadd(x, y) if self.vty == F64 else b.add(x, y)
+        if self.vty == F64:
+            return b.fadd(x, y)
+        if self.overflow is not None:        # checked: an overflow fails the batch (overflow.py)
+            return self.overflow.arith(b, "+", x, y, self.name)
+        return b.add(x, y)
 
     def _bits(self, b, v):
         return b.bitcast(v, I64) if self.vty == F64 else v

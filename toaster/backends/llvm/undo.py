@@ -1,8 +1,10 @@
 """The native undo log that makes a batch atomic when a trigger can fail at run time.
 
-Only a program with a fallible string table (cast_date of a string, ...) gets one. The engine
-switches it on (`undo.on` = 1) for a batch only when some live string has an invalid table entry,
-so the common case pays one load and branch per map write.
+A program gets one when it has a fallible string table (cast_date of a string, ...) or checked
+integer arithmetic (overflow.py). The engine switches it on (`undo.on` = 1) for every batch of a
+program with checked integers (an overflow is known only once it happened), else only for a
+batch in which some live string has an invalid table entry; while it is off a map write pays
+one load and branch.
 
 While it is on, every map write first appends a record of the key's previous value:
     tag (the map's number), the old value (an i64, or a double's bits), then the K key components.
@@ -19,7 +21,7 @@ from llvmlite import ir
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
-TRIM_WORDS = 1 << 16      # a log larger than this is freed after the batch that needed it
+TRIM_WORDS = 1 << 16      # a log larger than this is freed after a batch that used < 1/8 of it
 
 
 def _i64(v):
@@ -73,7 +75,7 @@ class UndoLog:
 
     def build_exports(self, maps) -> None:
         """toaster.rollback() (undo every record, newest first, then empty the log) and
-        toaster.undo_trim() (empty the log, freeing a large buffer)."""
+        toaster.undo_trim() (empty the log, freeing a large buffer this batch barely used)."""
         f = ir.Function(self.module, ir.FunctionType(VOID, []), "toaster.rollback")
         b = ir.IRBuilder(f.append_basic_block("entry"))
         b.store(_i64(0), self.on)          # restoring writes must not log
@@ -109,8 +111,13 @@ class UndoLog:
 
         f = ir.Function(self.module, ir.FunctionType(VOID, []), "toaster.undo_trim")
         b = ir.IRBuilder(f.append_basic_block("entry"))
+        used = b.load(self.len, typ=I64)
         b.store(_i64(0), self.len)
-        with b.if_then(b.icmp_unsigned(">", b.load(self.cap, typ=I64), _i64(TRIM_WORDS))):
+        # kept while batches use a good part of it (every batch logs when integers are checked)
+        cap = b.load(self.cap, typ=I64)
+        large = b.icmp_unsigned(">", cap, _i64(TRIM_WORDS))
+        mostly_unused = b.icmp_unsigned(">", cap, b.mul(used, _i64(8)))
+        with b.if_then(b.and_(large, mostly_unused)):
             b.call(self.rt.free, [b.load(self.buf, typ=PTR)])
             b.store(ir.Constant(PTR, None), self.buf)
             b.store(_i64(0), self.cap)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import types
 
 from toaster.m3.ir import M3Program
@@ -63,6 +64,7 @@ class SparkEngine(Engine):
             if relations is None or queries is None:
                 raise ValueError("SparkEngine from source text needs relations= and queries=")
         super().__init__(relations, queries)
+        self.dist = program.dist if isinstance(program, SparkProgram) else None   # names views in errors
         self.source = source
         if spark is None:
             from toaster.backends.spark.session import get_spark
@@ -72,11 +74,21 @@ class SparkEngine(Engine):
                                            checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
 
     def _apply(self, batch: Batch) -> None:
+        """A batch whose trigger fails (in a task or on the driver) is undone by the runtime
+        (DistRuntime.apply_delta); an integer out of the 64-bit range is IntegerOverflowError."""
         delta = {}
         for sign, row in batch.rows():
             delta[row] = delta.get(row, 0) + sign
         delta = {k: v for k, v in delta.items() if v != 0}
-        self.program.apply_delta(batch.relation.upper(), delta)
+        try:
+            self.program.apply_delta(batch.relation.upper(), delta)
+        except Exception as e:
+            from toaster.backends.spark.worker import OVERFLOW_MARK
+            found = re.search(re.escape(OVERFLOW_MARK) + r"\[([^\]]+)\]", str(e))
+            if found is None:
+                raise
+            from toaster.runtime.int64 import overflow_error
+            raise overflow_error(found.group(1), self.queries, self.dist) from None
 
     @property
     def jobs_last_batch(self) -> int:

@@ -1,7 +1,8 @@
 """Imperative IR -> Python `ast` (the per-partition and driver-side block functions).
 
 Maps are Python dicts from key tuples to numbers, passed to the block function as parameters
-named `m_<MAP>`; zero entries are never stored (MapAdd drops a key whose sum becomes 0), so
+named `m_<MAP>`; an integer sum outside the 64-bit range calls `int64_overflow` (worker.py)
+instead of being stored; zero entries are never stored (MapAdd drops a key whose sum becomes 0), so
 ForEach need not skip zeros. A slice (ForEach with bound positions) reads a secondary index
 taken at the start of its top-level statement with `index_of` (worker.py): views are
 `IndexedMap`s whose indexes are maintained across batches, so a slice costs what it returns;
@@ -134,8 +135,12 @@ class _PyGen:
             case MapAdd(m, keys, value):
                 k, v = self.fresh("k"), self.fresh("v")
                 mp = map_param(m)
+                # 64-bit integers: a sum out of range fails the batch (worker.int64_overflow)
+                check = ast.parse(f"if {v}.__class__ is int and ({v} > INT64_MAX or {v} < INT64_MIN): "
+                                  f"int64_overflow({m!r})").body[0]
                 return [assign(k, tuple_of(self.expr(x) for x in keys)),
                         assign(v, ast.BinOp(attr_call(mp, "get", name(k), const(0)), ast.Add(), self.expr(value))),
+                        check,
                         ast.If(ast.Compare(name(v), [ast.NotEq()], [const(0)]),
                                [ast.Assign([ast.Subscript(name(mp), name(k), ast.Store())], name(v))],
                                [ast.Expr(attr_call(mp, "pop", name(k), const(None)))])]

@@ -15,7 +15,9 @@ two exchanges form a stage; the plan runs as ONE Spark job when the driver needs
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
 same job reads. Per-batch work is O(batch): tasks update their partition's views in place and
 log the changed entries; every `checkpoint_every` batches one more job snapshots the views and
-drops the log they replace.
+drops the log they replace. A batch whose trigger fails (an integer overflow, a failed job) is
+undone: the views' versions go back to those before it, so executors rebuild them from the
+durable copy, and the driver's views give back the values they had (IndexedMap.undo).
 """
 from __future__ import annotations
 
@@ -118,7 +120,31 @@ class DistRuntime:
 
     def begin_trigger(self, delta_name: str, delta: dict) -> None:
         self._job0 = _last_job_id(self.sc)
+        # what a failed batch goes back to: the views' versions, and the driver views' old values
+        self._before = {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}
+        for n in self.LOCAL_MAPS:
+            self.local[n].undo = {}
         self.local[delta_name] = delta
+
+    def _abort_trigger(self) -> None:
+        """Undo a batch whose trigger failed: executors rebuild the views at their versions from
+        before it (state.checkout); the driver's views get their old values back."""
+        if getattr(self, "_before", None) is None:      # failed after the batch was applied
+            return
+        for v, (last, snap, logs) in self._before.items():
+            log = self.views[v]
+            log.last, log.snap, log.logs = last, snap, logs
+        for n in self.LOCAL_MAPS:
+            self.local[n].rollback()
+        for n in [n for n in self.local if n not in self.LOCAL_MAPS]:
+            del self.local[n]                 # the batch's delta and temps
+        for r in self._persisted:
+            r.unpersist()
+        self._reset_plan()
+
+    def _end_undo(self) -> None:
+        for n in self.LOCAL_MAPS:
+            self.local[n].undo = None
 
     def scatter(self, target: str, source: str, parts: tuple) -> None:
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
@@ -154,6 +180,8 @@ class DistRuntime:
             self._reset_plan()
         for t in temps:
             self.local.pop(t, None)
+        self._before = None          # the batch is applied: a failing snapshot must not undo it
+        self._end_undo()
         self.batches += 1
         if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
             self.snapshot()
@@ -245,9 +273,16 @@ class DistRuntime:
         raise KeyError(name)
 
     def apply_delta(self, relation: str, delta: dict) -> None:
+        """Run the relation's batch trigger; if it fails, the batch is undone (_abort_trigger)."""
         method = self.TRIGGERS.get(relation)
         if method is not None and delta:
-            getattr(self, method)(delta)
+            try:
+                getattr(self, method)(delta)
+            except BaseException:
+                self._abort_trigger()
+                raise
+            finally:
+                self._end_undo()
 
     def close(self) -> None:
         """Drop the replicas (best effort: processes that run no task here keep theirs until

@@ -15,6 +15,16 @@ import zlib
 from toaster.functions import call as scalar_call, cast as scalar_cast, divide as ieee_div  # noqa: F401
 
 
+OVERFLOW_MARK = "toaster-int64-overflow"
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def int64_overflow(map_name: str):
+    """Raised by generated code when an integer written to a map leaves the 64-bit range; the
+    driver turns it into IntegerOverflowError (the mark survives Spark's error wrapping)."""
+    raise OverflowError(f"{OVERFLOW_MARK}[{map_name}]")
+
+
 def stable_hash(values: tuple) -> int:
     """A hash that is the same in every process (str hashing is salted per process)."""
     h = 0x345678
@@ -60,6 +70,9 @@ def append_to_tuple(pair):
     return pair[0] + (pair[1],)
 
 
+_ABSENT = object()
+
+
 def singleton_tuple(d):
     return (d,)
 
@@ -71,7 +84,8 @@ class IndexedMap(dict):
     An index over key positions `pos` maps the values at those positions to the keys that have
     them ({subkey: {key: None}}); it is built on first use and then kept up to date, so a slice
     costs what it returns, never a scan. `touched` (when not None) collects the keys written
-    since it was set: the delta a task logs for its stage.
+    since it was set: the delta a task logs for its stage. `undo` (when not None) keeps the
+    value each key had before its first write since it was set (the driver's rollback).
     """
 
     def __init__(self, *args):
@@ -79,8 +93,24 @@ class IndexedMap(dict):
         self.indexes = {}
         self.touched = None
         self.cleared = False
+        self.undo = None
+
+    def _remember(self, key):
+        if key not in self.undo:
+            self.undo[key] = dict.get(self, key, _ABSENT)
+
+    def rollback(self) -> None:
+        """Give back every key's value as of when `undo` was set, and stop remembering."""
+        undo, self.undo = self.undo, None
+        for key, old in (undo or {}).items():
+            if old is _ABSENT:
+                self.pop(key)
+            else:
+                self[key] = old
 
     def __setitem__(self, key, value):
+        if self.undo is not None:
+            self._remember(key)
         if self.indexes and key not in self:
             for pos, ix in self.indexes.items():
                 sub = tuple([key[i] for i in pos])
@@ -96,6 +126,8 @@ class IndexedMap(dict):
     def pop(self, key, default=None):
         if key not in self:
             return default
+        if self.undo is not None:
+            self._remember(key)
         for pos, ix in self.indexes.items():
             sub = tuple([key[i] for i in pos])
             bucket = ix[sub]
@@ -107,6 +139,9 @@ class IndexedMap(dict):
         return dict.pop(self, key)
 
     def clear(self):
+        if self.undo is not None:
+            for key in self:
+                self._remember(key)
         dict.clear(self)
         for ix in self.indexes.values():
             ix.clear()
