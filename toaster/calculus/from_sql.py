@@ -13,8 +13,6 @@
 """
 from __future__ import annotations
 
-import itertools
-
 from dataclasses import dataclass
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Extremum, Func, Lift, Prod, Rel, Sum,
@@ -24,12 +22,13 @@ from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
-from toaster.calculus.implied import classes as _classes, column_equalities as _column_equalities, equalities_hold as _equalities_hold
-from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_aggregates, nullable_subqueries,
-                                    refuse_null)
+from toaster.calculus.implied import column_equalities as _column_equalities
+from toaster.calculus.null_sql import NullTranslation, flag_var
+from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
+                                         column_var, output_names)
+from toaster.frontend.nulls import condition_is_nullable, is_single_row, nullable_subqueries, refuse_null
 from toaster.frontend.resolve import ResolvedQuery
-from toaster.schema import NULL_FLAG, QueryResult, ResultColumn
-from toaster.runtime.nulls import NULL_DATE
+from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
 
 
@@ -46,32 +45,11 @@ class CalcProgram:
         return print_calc_program(self)
 
 
-def column_var(ref: A.ColumnRef) -> Var:
-    return Var(f"{ref.source}_{ref.name}", ref.type)
-
-
-def flag_var(ref: A.ColumnRef) -> Var:
-    """The null flag (1 = NULL) of a nullable column: the variable of its physical flag column."""
-    return Var(f"{ref.source}_{ref.name}{NULL_FLAG}", INT)
-
-
-def null_default(t) -> Const:
-    """The value a NULL holds (toaster.schema.Column): every NULL of a type is the same key."""
-    from toaster.types import DATE
-    return Const(NULL_DATE if t == DATE else "" if t == STRING else 0.0 if t == FLOAT else 0, t)
-
-
-def _unsupported(what: str, node=None):
-    pos = getattr(node, "pos", None)
-    return UnsupportedError(what, line=getattr(pos, "line", None) or None,
-                            column=getattr(pos, "column", None) or None)
-
-
 def _is_select(q) -> bool:
     return isinstance(q, A.Select)
 
 
-class Translator:
+class Translator(NullTranslation):
     def __init__(self, relations, functions=()):
         self.relations = {r.name: r for r in relations}
         self.functions = {f.name: f for f in functions}
@@ -170,21 +148,6 @@ class Translator:
         branches.append(mk_prod(none_before + pre + [Lift(z, Value(t))]))
         return mk_sum(branches)
 
-    def coalesce_branches(self, z: Var, args, aggs):
-        """COALESCE as a sum of branches binding z: the first argument that is not NULL (all
-        NULL: the type's NULL value, where null_guards makes the COALESCE NULL)."""
-        branches, none_before = [], []
-        for a in args:
-            present = mk_prod(self.null_guards(a, aggs))
-            pre, t = self.term(a, aggs)
-            if z.type == FLOAT and t.type != FLOAT:      # an int argument of a float COALESCE
-                t = Func("cast_float", (t,), FLOAT)
-            branches.append(mk_prod(none_before + [present] + pre + [Lift(z, Value(t))]))
-            if present == ONE:
-                return mk_sum(branches)
-            none_before = none_before + [mk_sum([ONE, neg(present)])]
-        branches.append(mk_prod(none_before + [Lift(z, Value(null_default(z.type)))]))
-        return mk_sum(branches)
 
     # --------------------------------------------------------- conditions
     def cond(self, c, aggs=None, negate: bool = False):
@@ -265,110 +228,12 @@ class Translator:
                 return mk_prod(f + [self._count_test(AggSum((), mk_prod([rows, match_])), False)])
         raise _unsupported(f"condition {type(c).__name__}", c)
 
-    def null_guards(self, e, aggs=None) -> list:
-        """Factors that are 1 iff the value e is not NULL: for each scalar subquery that can be
-        empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
-        out = []
-        for sub in nullable_subqueries(e, aggs):
-            if isinstance(sub, A.ColumnRef):
-                guard = [Cmp("=", flag_var(sub), Const(0, INT))]
-            elif isinstance(sub, A.FuncCall) and sub.name == "coalesce":     # some argument present
-                guard = [_any([mk_prod(self.null_guards(a, aggs)) for a in sub.args], self.fresh)]
-            elif isinstance(sub, A.Case):            # the value the CASE takes is present
-                parts, none_before = [], []
-                for c, v in sub.whens:
-                    taken = self.cond(c, aggs)
-                    parts.append(mk_prod(none_before + [taken] + self.null_guards(v, aggs)))
-                    none_before = none_before + [mk_sum([ONE, neg(taken)])]
-                parts.append(mk_prod(none_before + (self.null_guards(sub.else_, aggs) if sub.else_ is not None else [])))
-                guard = [mk_sum(parts)]
-            elif isinstance(sub, A.FuncCall):        # NULLIF(a, b): a present and not equal to b
-                a, b = sub.args
-                fa, ta = self.term(a, aggs)
-                fb, tb = self.term(b, aggs)
-                same = mk_prod(self.null_guards(b, aggs) + fa + fb + [Cmp("=", ta, tb)])
-                guard = self.null_guards(a, aggs) + [mk_sum([ONE, neg(same)])]
-            else:
-                guard = self.subquery_guard(sub)
-            for f in guard:
-                if f not in out:
-                    out.append(f)
-        return out
-
-    def subquery_guard(self, sub: A.ScalarSubquery) -> list:
-        """Factors that are 1 iff the scalar subquery has a value: each of its SUM / AVG / MIN /
-        MAX aggregates has a row (one lifted count per distinct aggregated row set), and the
-        subqueries its value reads outside aggregates are not NULL."""
-        q = sub.query
-        target = q.targets[0].expr
-        if is_single_row(q):
-            return self.null_guards(target)
-        base = self.body(q)
-        if not _is_aggregate(q):       # a lookup: it has a row, and that row's value is not NULL
-            return [self._count_test(AggSum((), mk_prod(base + self.null_guards(target))), False)]
-        counts = []
-        for call in null_aggregates(target):
-            rows = mk_prod(base + (self.null_guards(call.args[0]) if call.args else []))
-            if rows not in counts and not self._implied_nonempty(rows):
-                counts.append(rows)
-        return [self._count_test(AggSum((), rows), False) for rows in counts] + self.null_guards(target)
-
-    def _implied_nonempty(self, rows) -> bool:
-        """Whether `rows` (relation atoms and column equalities) has a row whenever the enclosing
-        query has one: each atom maps onto an atom of the enclosing FROM so that every equality
-        holds by the enclosing WHERE's equalities -- PSP's `SUM(B2.V) FROM B B2` inside `FROM A,
-        B` (VLDBJ'14 Fig. 5), Q18's `SUM(L3.QTY) FROM LI L3 WHERE O.OK = L3.OK` inside a FROM
-        joining LI on O.OK (Fig. 4). Then the subquery's NULL guard is always 1 and is left out."""
-        if not self._enclosing:
-            return False
-        outer_atoms, outer_eqs = self._enclosing[-1]
-        atoms, eqs = [], []
-        for f in (rows.factors if isinstance(rows, Prod) else (rows,)):
-            if isinstance(f, Rel):
-                atoms.append(f)
-            elif isinstance(f, Cmp) and f.op == "=" and isinstance(f.left, Var) and isinstance(f.right, Var):
-                eqs.append((f.left, f.right))
-            else:
-                return False
-        same = _classes(outer_eqs)
-        choices = [[o for o in outer_atoms if o.name == a.name] for a in atoms]
-        return any(_equalities_hold(atoms, pick, eqs, same) for pick in itertools.product(*choices))
 
     def _count_test(self, count_expr, zero: bool):
         z = self.fresh("cnt", INT)
         return mk_prod([Lift(z, count_expr), Cmp("=" if zero else "!=", z, Const(0, INT))])
 
     # --------------------------------------------------------------- FROM
-    def item_rows(self, item):
-        """(rows factor, [(value var, flag var, physically flagged)] per column) of a FROM item."""
-        if isinstance(item, A.RelItem):
-            decl = self.relations[item.relation]
-            rel = Rel(decl.name, tuple(Var(f"{item.alias}_{c.name}", c.type) for c in decl.columns))
-            cols = [(Var(f"{item.alias}_{c.name}", c.type), Var(f"{item.alias}_{c.name}{NULL_FLAG}", INT), c.nullable)
-                    for c in decl.logical_columns]
-            return rel, cols
-        if isinstance(item, A.SubqueryItem):
-            outs, rows = self.rows(item.query)
-            names = output_names(item.query)
-            want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
-            return _rename_outputs(rows, outs, want), \
-                [(v, Var(f"{v.name}{NULL_FLAG}", INT), False) for v in want]
-        raise _unsupported(f"FROM item {type(item).__name__}", item)
-
-    def outer_join(self, item: A.OuterJoinItem):
-        """An outer join as the inner join plus the unmatched rows, padded with NULLs: a sum of
-        branches, each binding every padded column's value and null flag. Whether a preserved row
-        is unmatched is a NOT EXISTS, i.e. a maintained count of its matches (nested_delta)."""
-        right, rcols = self.item_rows(item.right)
-        on = self.cond(item.on)
-        if item.kind == "LEFT":
-            matched = mk_prod([right, on] + _present(rcols))
-            unmatched = mk_prod([self.cond(item.no_match_right)] + _padded(rcols))
-            return mk_sum([matched, unmatched])
-        left, lcols = self.item_rows(item.left)
-        return mk_sum([mk_prod([left, right, on] + _present(lcols) + _present(rcols)),
-                       mk_prod([left] + _present(lcols) + [self.cond(item.no_match_right)] + _padded(rcols)),
-                       mk_prod([right] + _present(rcols) + [self.cond(item.no_match_left)] + _padded(lcols))])
 
     def body(self, sel: A.Select) -> list:
         factors = []
@@ -441,24 +306,6 @@ class Translator:
             outs.append(v)
         return outs, lifts
 
-    def nullable_value(self, e, aggs=None) -> tuple:
-        """(v, f, factors): v is e's value and f its null flag; where e is NULL, v is the
-        type's NULL value, so all NULLs are one key."""
-        if isinstance(e, A.ColumnRef) and (aggs is None or e not in aggs):
-            return column_var(e), flag_var(e), []
-        pre, t = self.term(e, aggs)
-        v, f = self.fresh("t", t.type), self.fresh("null", INT)
-        present = mk_prod(self.null_guards(e, aggs))
-        value = mk_prod([present] + pre + [Lift(v, Value(t)), Lift(f, Value(Const(0, INT)))])
-        null = mk_prod([mk_sum([ONE, neg(present)]), Lift(v, Value(null_default(t.type))),
-                        Lift(f, Value(Const(1, INT)))])
-        return v, f, [mk_sum([value, null])]
-
-    def refuse_null_aggregates(self, e, aggs):
-        """A SUM/AVG/MIN/MAX over only NULLs is NULL: not supported yet in a FROM-subquery column."""
-        for call in _agg_calls([e]):
-            if call.func in ("SUM", "AVG", "MIN", "MAX") and any(nullable_subqueries(a) for a in call.args):
-                raise refuse_null(f"{call.func} of a nullable column in a FROM-subquery column", call)
 
     def group_keys(self, sel: A.Select) -> tuple[list, list, dict]:
         """Group variables, the lifts that define expression keys, and expr -> var."""
@@ -612,48 +459,6 @@ class Translator:
 
 # ------------------------------------------------------------------ helpers
 
-def _present(cols) -> list:
-    """Null flags 0 for the columns of a row that is there (physical flags come with the row)."""
-    return [Lift(f, Value(Const(0, INT))) for _, f, physical in cols if not physical]
-
-
-def _padded(cols) -> list:
-    """A row of NULLs: every value the type's NULL value, every flag 1."""
-    return [x for v, f, _ in cols for x in (Lift(v, Value(null_default(v.type))), Lift(f, Value(Const(1, INT))))]
-
-
-def _is_aggregate(sel: A.Select) -> bool:
-    return bool(sel.group_by) or bool(_agg_calls([t.expr for t in sel.targets] + [sel.having]))
-
-
-def _agg_calls(nodes) -> list:
-    """AggCalls in expressions/conditions, outermost only (in order, without duplicates)."""
-    out = []
-
-    def walk(n):
-        match n:
-            case A.AggCall():
-                if n not in out:
-                    out.append(n)
-            case A.BinaryOp(_, l, r) | A.Comparison(_, l, r):
-                walk(l)
-                walk(r)
-            case A.Negate(a) | A.NotCond(a):
-                walk(a)
-            case A.And(args) | A.Or(args) | A.FuncCall(_, args):
-                for a in args:
-                    walk(a)
-            case A.Case(whens, else_):
-                for c, v in whens:
-                    walk(c)
-                    walk(v)
-                walk(else_)
-            case A.Like(e) | A.InQuery(e) | A.Quantified(_, e):
-                walk(e)
-    for n in nodes:
-        walk(n)
-    return out
-
 
 def _equalities(c) -> dict:
     """{expression: constant} for the `expr = constant` conjuncts of a condition."""
@@ -665,20 +470,6 @@ def _equalities(c) -> dict:
             elif isinstance(x.left, A.Literal) and not isinstance(x.right, A.Literal):
                 out[x.right] = x.left.value
     return out
-
-
-def _any(parts: list, fresh=None):
-    """OR of 0/1 expressions without output variables. Two: a + b - a*b (inclusion-exclusion).
-    More: the count of true disjuncts, lifted and tested nonzero -- linear in the number of
-    disjuncts, where folding inclusion-exclusion doubles the expression at every step."""
-    if len(parts) > 2 and fresh is not None:
-        n = fresh("or", INT)
-        # summed out under AggSum([]): a part's own lifts (NULL guards) are not outputs of the sum
-        return mk_prod([Lift(n, AggSum((), mk_sum(parts))), Cmp("!=", n, Const(0, INT))])
-    acc = parts[0]
-    for b in parts[1:]:
-        acc = mk_sum([acc, b, neg(mk_prod([acc, b]))])
-    return acc
 
 
 _MISSING = object()
@@ -706,23 +497,3 @@ def _distinct(outs, expr, tr: Translator):
     return AggSum(tuple(outs), mk_prod([Lift(d, expr), Cmp("!=", d, Const(0, INT))]))
 
 
-def _rename_outputs(expr, outs, want):
-    """expr with output variables `outs` re-exposed as `want` (lifts, projected)."""
-    if tuple(outs) == tuple(want):
-        return expr
-    return AggSum(tuple(want), mk_prod([expr] + [Lift(w, Value(o)) for o, w in zip(outs, want)]))
-
-
-def output_names(q) -> list:
-    """Output column names of a (resolved) query: alias, else column name, else generated."""
-    if isinstance(q, A.SetOp):
-        return output_names(q.left)
-    names = []
-    for i, t in enumerate(q.targets, start=1):
-        if t.alias:
-            names.append(t.alias)
-        elif isinstance(t.expr, A.ColumnRef):
-            names.append(t.expr.name)
-        else:
-            names.append(f"__COLUMN_{i}")
-    return names

@@ -7,7 +7,7 @@ from toaster.frontend import ast as A
 
 
 def _column_var(ref):
-    from toaster.calculus.from_sql import column_var
+    from toaster.calculus.sql_common import column_var
     return column_var(ref)
 
 

@@ -1,0 +1,182 @@
+"""SQL's NULLs and outer joins in the lowering `sql_to_calc` (issue 12), mixed into its Translator.
+
+A nullable column is its value plus a null-flag variable (toaster.schema.Column); "e is not
+NULL" is a product of guards (`null_guards`): a flag is 0, an empty scalar subquery's lifted row
+count is nonzero, some COALESCE argument is present, ... (the NULL sources are found by
+toaster.frontend.nulls). An outer join is the inner join plus the unmatched rows padded with
+NULLs, "unmatched" being a NOT EXISTS over the padded side (`outer_join`).
+"""
+from __future__ import annotations
+
+import itertools
+
+from toaster.calculus.implied import classes as _classes, equalities_hold as _equalities_hold
+from toaster.calculus.ir import (AggSum, Cmp, Const, Func, Lift, Prod, Rel, Var, Value, mk_prod, mk_sum, neg,
+                                 ONE)
+from toaster.frontend import ast as A
+from toaster.frontend.nulls import is_single_row, null_aggregates, nullable_subqueries, refuse_null
+from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported, column_var,
+                                         output_names)
+from toaster.runtime.nulls import NULL_DATE
+from toaster.schema import NULL_FLAG
+from toaster.types import DATE, FLOAT, INT, STRING
+
+
+def flag_var(ref: A.ColumnRef) -> Var:
+    """The null flag (1 = NULL) of a nullable column: the variable of its physical flag column."""
+    return Var(f"{ref.source}_{ref.name}{NULL_FLAG}", INT)
+
+
+def null_default(t) -> Const:
+    """The value a NULL holds (toaster.schema.Column): every NULL of a type is the same key."""
+    return Const(NULL_DATE if t == DATE else "" if t == STRING else 0.0 if t == FLOAT else 0, t)
+
+
+def _present(cols) -> list:
+    """Null flags 0 for the columns of a row that is there (physical flags come with the row)."""
+    return [Lift(f, Value(Const(0, INT))) for _, f, physical in cols if not physical]
+
+
+def _padded(cols) -> list:
+    """A row of NULLs: every value the type's NULL value, every flag 1."""
+    return [x for v, f, _ in cols for x in (Lift(v, Value(null_default(v.type))), Lift(f, Value(Const(1, INT))))]
+
+
+class NullTranslation:
+    """The Translator's methods for NULLs and outer joins (see the module docstring)."""
+
+    def coalesce_branches(self, z: Var, args, aggs):
+        """COALESCE as a sum of branches binding z: the first argument that is not NULL (all
+        NULL: the type's NULL value, where null_guards makes the COALESCE NULL)."""
+        branches, none_before = [], []
+        for a in args:
+            present = mk_prod(self.null_guards(a, aggs))
+            pre, t = self.term(a, aggs)
+            if z.type == FLOAT and t.type != FLOAT:      # an int argument of a float COALESCE
+                t = Func("cast_float", (t,), FLOAT)
+            branches.append(mk_prod(none_before + [present] + pre + [Lift(z, Value(t))]))
+            if present == ONE:
+                return mk_sum(branches)
+            none_before = none_before + [mk_sum([ONE, neg(present)])]
+        branches.append(mk_prod(none_before + [Lift(z, Value(null_default(z.type)))]))
+        return mk_sum(branches)
+
+    def null_guards(self, e, aggs=None) -> list:
+        """Factors that are 1 iff the value e is not NULL: for each scalar subquery that can be
+        empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
+        out = []
+        for sub in nullable_subqueries(e, aggs):
+            if isinstance(sub, A.ColumnRef):
+                guard = [Cmp("=", flag_var(sub), Const(0, INT))]
+            elif isinstance(sub, A.FuncCall) and sub.name == "coalesce":     # some argument present
+                guard = [_any([mk_prod(self.null_guards(a, aggs)) for a in sub.args], self.fresh)]
+            elif isinstance(sub, A.Case):            # the value the CASE takes is present
+                parts, none_before = [], []
+                for c, v in sub.whens:
+                    taken = self.cond(c, aggs)
+                    parts.append(mk_prod(none_before + [taken] + self.null_guards(v, aggs)))
+                    none_before = none_before + [mk_sum([ONE, neg(taken)])]
+                parts.append(mk_prod(none_before + (self.null_guards(sub.else_, aggs) if sub.else_ is not None else [])))
+                guard = [mk_sum(parts)]
+            elif isinstance(sub, A.FuncCall):        # NULLIF(a, b): a present and not equal to b
+                a, b = sub.args
+                fa, ta = self.term(a, aggs)
+                fb, tb = self.term(b, aggs)
+                same = mk_prod(self.null_guards(b, aggs) + fa + fb + [Cmp("=", ta, tb)])
+                guard = self.null_guards(a, aggs) + [mk_sum([ONE, neg(same)])]
+            else:
+                guard = self.subquery_guard(sub)
+            for f in guard:
+                if f not in out:
+                    out.append(f)
+        return out
+
+    def subquery_guard(self, sub: A.ScalarSubquery) -> list:
+        """Factors that are 1 iff the scalar subquery has a value: each of its SUM / AVG / MIN /
+        MAX aggregates has a row (one lifted count per distinct aggregated row set), and the
+        subqueries its value reads outside aggregates are not NULL."""
+        q = sub.query
+        target = q.targets[0].expr
+        if is_single_row(q):
+            return self.null_guards(target)
+        base = self.body(q)
+        if not _is_aggregate(q):       # a lookup: it has a row, and that row's value is not NULL
+            return [self._count_test(AggSum((), mk_prod(base + self.null_guards(target))), False)]
+        counts = []
+        for call in null_aggregates(target):
+            rows = mk_prod(base + (self.null_guards(call.args[0]) if call.args else []))
+            if rows not in counts and not self._implied_nonempty(rows):
+                counts.append(rows)
+        return [self._count_test(AggSum((), rows), False) for rows in counts] + self.null_guards(target)
+
+    def _implied_nonempty(self, rows) -> bool:
+        """Whether `rows` (relation atoms and column equalities) has a row whenever the enclosing
+        query has one: each atom maps onto an atom of the enclosing FROM so that every equality
+        holds by the enclosing WHERE's equalities -- PSP's `SUM(B2.V) FROM B B2` inside `FROM A,
+        B` (VLDBJ'14 Fig. 5), Q18's `SUM(L3.QTY) FROM LI L3 WHERE O.OK = L3.OK` inside a FROM
+        joining LI on O.OK (Fig. 4). Then the subquery's NULL guard is always 1 and is left out."""
+        if not self._enclosing:
+            return False
+        outer_atoms, outer_eqs = self._enclosing[-1]
+        atoms, eqs = [], []
+        for f in (rows.factors if isinstance(rows, Prod) else (rows,)):
+            if isinstance(f, Rel):
+                atoms.append(f)
+            elif isinstance(f, Cmp) and f.op == "=" and isinstance(f.left, Var) and isinstance(f.right, Var):
+                eqs.append((f.left, f.right))
+            else:
+                return False
+        same = _classes(outer_eqs)
+        choices = [[o for o in outer_atoms if o.name == a.name] for a in atoms]
+        return any(_equalities_hold(atoms, pick, eqs, same) for pick in itertools.product(*choices))
+
+    def item_rows(self, item):
+        """(rows factor, [(value var, flag var, physically flagged)] per column) of a FROM item."""
+        if isinstance(item, A.RelItem):
+            decl = self.relations[item.relation]
+            rel = Rel(decl.name, tuple(Var(f"{item.alias}_{c.name}", c.type) for c in decl.columns))
+            cols = [(Var(f"{item.alias}_{c.name}", c.type), Var(f"{item.alias}_{c.name}{NULL_FLAG}", INT), c.nullable)
+                    for c in decl.logical_columns]
+            return rel, cols
+        if isinstance(item, A.SubqueryItem):
+            outs, rows = self.rows(item.query)
+            names = output_names(item.query)
+            want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
+            return _rename_outputs(rows, outs, want), \
+                [(v, Var(f"{v.name}{NULL_FLAG}", INT), False) for v in want]
+        raise _unsupported(f"FROM item {type(item).__name__}", item)
+
+    def outer_join(self, item: A.OuterJoinItem):
+        """An outer join as the inner join plus the unmatched rows, padded with NULLs: a sum of
+        branches, each binding every padded column's value and null flag. Whether a preserved row
+        is unmatched is a NOT EXISTS, i.e. a maintained count of its matches (nested_delta)."""
+        right, rcols = self.item_rows(item.right)
+        on = self.cond(item.on)
+        if item.kind == "LEFT":
+            matched = mk_prod([right, on] + _present(rcols))
+            unmatched = mk_prod([self.cond(item.no_match_right)] + _padded(rcols))
+            return mk_sum([matched, unmatched])
+        left, lcols = self.item_rows(item.left)
+        return mk_sum([mk_prod([left, right, on] + _present(lcols) + _present(rcols)),
+                       mk_prod([left] + _present(lcols) + [self.cond(item.no_match_right)] + _padded(rcols)),
+                       mk_prod([right] + _present(rcols) + [self.cond(item.no_match_left)] + _padded(lcols))])
+
+    def nullable_value(self, e, aggs=None) -> tuple:
+        """(v, f, factors): v is e's value and f its null flag; where e is NULL, v is the
+        type's NULL value, so all NULLs are one key."""
+        if isinstance(e, A.ColumnRef) and (aggs is None or e not in aggs):
+            return column_var(e), flag_var(e), []
+        pre, t = self.term(e, aggs)
+        v, f = self.fresh("t", t.type), self.fresh("null", INT)
+        present = mk_prod(self.null_guards(e, aggs))
+        value = mk_prod([present] + pre + [Lift(v, Value(t)), Lift(f, Value(Const(0, INT)))])
+        null = mk_prod([mk_sum([ONE, neg(present)]), Lift(v, Value(null_default(t.type))),
+                        Lift(f, Value(Const(1, INT)))])
+        return v, f, [mk_sum([value, null])]
+
+    def refuse_null_aggregates(self, e, aggs):
+        """A SUM/AVG/MIN/MAX over only NULLs is NULL: not supported yet in a FROM-subquery column."""
+        for call in _agg_calls([e]):
+            if call.func in ("SUM", "AVG", "MIN", "MAX") and any(nullable_subqueries(a) for a in call.args):
+                raise refuse_null(f"{call.func} of a nullable column in a FROM-subquery column", call)
+
