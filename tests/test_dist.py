@@ -247,6 +247,9 @@ class _Sim:
     def begin_trigger(self, delta_name, delta):
         self.local[delta_name] = delta
 
+    def _end_undo(self):        # no undo journal on the simulated cluster (its maps are dicts)
+        pass
+
     def end_trigger(self, temps):
         for t in temps:
             self.local.pop(t, None)
