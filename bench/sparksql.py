@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from toaster.errors import UnsupportedError
 from toaster.runtime.batch import Batch
+from toaster.backends.spark.runtime import last_job_id
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
 SPARK_TYPES = {INT: "BIGINT", FLOAT: "DOUBLE", DATE: "DATE", STRING: "STRING", BOOL: "BOOLEAN"}
@@ -66,10 +67,6 @@ def job_count_since(sc, job0: int) -> tuple[int, int, int]:
             if st is not None and st.numCompletedTasks > 0:
                 stages += 1
     return len(ids), stages, max(ids, default=job0)
-
-
-def last_job_id(sc) -> int:
-    return max(sc.statusTracker().getJobIdsForGroup(None), default=-1)
 
 
 class SparkReplayer:

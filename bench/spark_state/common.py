@@ -14,6 +14,8 @@ import random
 import statistics
 import time
 
+from toaster.backends.spark.runtime import last_job_id
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
@@ -74,9 +76,6 @@ class Workload:
         return old + self.load(b - b // 2)
 
 
-def last_job_id(sc) -> int:
-    """Spark job ids are sequential: the difference of the largest id counts the jobs run."""
-    return max(sc.statusTracker().getJobIdsForGroup(None), default=-1)
 
 
 def run(name, spark, make, *, state=20_000, batch=1_000, measure=8, growth=10):

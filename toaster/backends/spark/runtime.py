@@ -119,7 +119,7 @@ class DistRuntime:
         return st
 
     def begin_trigger(self, delta_name: str, delta: dict) -> None:
-        self._job0 = _last_job_id(self.sc)
+        self._job0 = last_job_id(self.sc)
         # what a failed batch goes back to: the views' versions, and the driver views' old values
         self._before = {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}
         for n in self.LOCAL_MAPS:
@@ -185,7 +185,7 @@ class DistRuntime:
         self.batches += 1
         if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
             self.snapshot()
-        self.jobs_last_batch = _last_job_id(self.sc) - self._job0
+        self.jobs_last_batch = last_job_id(self.sc) - self._job0
 
     # ----------------------------------------------------------- execution
     def _specs(self, more_follow: bool) -> list:
@@ -300,9 +300,11 @@ def _records(element):
     return element[1]
 
 
-def _last_job_id(sc) -> int:
-    """Spark numbers jobs in order: the difference of the largest id counts the jobs run."""
-    return max(sc.statusTracker().getJobIdsForGroup(None), default=-1)
+def last_job_id(sc) -> int:
+    """Spark numbers jobs in order: the difference of the largest id counts the jobs run. The max is
+    taken in the JVM: iterating the id array from Python costs one py4j call per retained job."""
+    ids = sc.statusTracker()._jtracker.getJobIdsForGroup(None)
+    return sc._jvm.java.util.Arrays.stream(ids).max().orElse(-1)
 
 
 _PARSE = {"int": int, "date": lambda s: int(s.replace("-", "")), "float": float, "string": str,
