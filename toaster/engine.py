@@ -228,9 +228,13 @@ class Engine(ABC):
         from toaster.m3.batch_delta import is_delta_map_name
         # a batch-mode program's pre-aggregated delta maps are refilled by every batch: not state
         layouts = tuple(t for t in layouts if not is_delta_map_name(t.name, self.relations))
-        tables = {t.name: self.read_map(t.name) for t in layouts} if with_tables else {}
+        tables = self._read_maps([t.name for t in layouts]) if with_tables else {}
         return CheckpointState(self.backend, "maps", describe_program(self.relations.values(), self.queries, layouts),
                                layouts, tables, self._streamed)
+
+    def _read_maps(self, names) -> dict:
+        """{name: read_map(name)} (an engine may read them together: spark, in one job)."""
+        return {n: self.read_map(n) for n in names}
 
     def _restore_tables(self, tables: dict) -> None:
         """Replace every stored table by `tables` (name -> {key tuple: value}, all present)."""

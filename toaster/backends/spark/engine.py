@@ -95,7 +95,34 @@ class SparkEngine(Engine):
         return self.program.jobs_last_batch
 
     def read_map(self, name: str) -> dict:
-        return self.program.read_map(name)
+        try:
+            return self.program.read_map(name)
+        except KeyError:
+            raise self._unknown_map(name) from None
+
+    # ---------------------------------------------------------- durability
+    def _checkpoint_state(self, with_tables: bool):
+        """The program's views, as the batch-mode M3 program names them: the distributed
+        program adds only temps (its repartitioned copies, refilled by every batch), so a
+        checkpoint holds the logical maps and crosses to and from the other engines."""
+        from toaster.checkpoint import TableLayout
+        from toaster.errors import UnsupportedError
+        from toaster.types import Type
+        prog = self.program
+        if not prog.MAP_TYPES and (prog.LOCAL_MAPS or prog.DIST_MAPS):
+            raise UnsupportedError("checkpoint of a spark program generated without MAP_TYPES (regenerate it)")
+        for name in prog.MAP_TYPES:
+            if name not in prog.LOCAL_MAPS and name not in prog.DIST_MAPS:
+                raise UnsupportedError(f"checkpoint of view {name}, kept neither on the driver nor by key")
+        layouts = tuple(TableLayout(n, tuple(Type(t) for t in keys), Type(value))
+                        for n, (keys, value) in prog.MAP_TYPES.items())
+        return self._map_state(layouts, with_tables)
+
+    def _read_maps(self, names) -> dict:
+        return self.program.read_maps(list(names))       # the distributed views in one job
+
+    def _restore_tables(self, tables: dict) -> None:
+        self.program.replace_state(tables)
 
     def write_program(self, path: str) -> None:
         """Write the generated program; run it with `spark-submit PATH REL=file.csv ...`

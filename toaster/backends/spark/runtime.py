@@ -80,6 +80,7 @@ class DistRuntime:
     DIST_MAPS: dict = {}         # view map -> partition key positions
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
+    MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
     last_job_plan = None         # the RDD the last job collected
 
@@ -91,8 +92,8 @@ class DistRuntime:
         self.checkpoint_every = checkpoint_every
         self.store = uuid.uuid4().hex
         self._own_dir = checkpoint_dir is None
-        base = checkpoint_dir or tempfile.mkdtemp(prefix="toaster-spark-state-")
-        self.root = f"{base.rstrip('/')}/{self.store}"
+        self.base = (checkpoint_dir or tempfile.mkdtemp(prefix="toaster-spark-state-")).rstrip("/")
+        self.root = f"{self.base}/{self.store}"
         self.batches = 0
         self.seq = 0
         self.jobs_last_batch = 0
@@ -271,6 +272,51 @@ class DistRuntime:
                 state.read_task(self.root, self.store, name, self.views[name].version()))
             return {k: v for k, v in rdd.collect() if v != 0}
         raise KeyError(name)
+
+    def read_maps(self, names) -> dict:
+        """Nonzero entries of several maps: the distributed ones collected in ONE job."""
+        out = {n: {k: v for k, v in self.local[n].items() if v != 0} for n in names if n in self.local}
+        versions = {n: self.views[n].version() for n in names if n not in self.local and n in self.views}
+        missing = [n for n in names if n not in self.local and n not in self.views]
+        if missing:
+            raise KeyError(missing[0])
+        if versions:
+            for n in versions:
+                out[n] = {}
+            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+                state.read_views_task(self.root, self.store, versions))
+            for n, k, v in rdd.collect():
+                if v != 0:
+                    out[n][k] = v
+        return {n: out[n] for n in names}
+
+    def replace_state(self, tables: dict) -> None:
+        """Replace every view by `tables` (name -> {key: value}; all views present).
+
+        One job writes each partition's new entries as the snapshot of a fresh store (its own
+        directory under the base, its own replica namespace) and installs them as replicas; only
+        when it succeeded does the driver switch to the new store, so a failed restore leaves
+        the engine as it was, and a later rebuild (a lost executor) reads the restored state,
+        never the old store, which is then deleted."""
+        seq = self.seq + 1
+        store = uuid.uuid4().hex
+        root = f"{self.base}/{store}"
+        P = self.partitions
+        buckets = [{} for _ in range(P)]
+        for v, parts in self.DIST_MAPS.items():
+            for p, b in enumerate(worker.split_by_partition(tables[v], parts, P)):
+                buckets[p][v] = b
+        try:
+            self.sc.parallelize(list(enumerate(buckets)), P).mapPartitionsWithIndex(
+                state.restore_task(root, store, seq, self.store)).collect()
+        except BaseException:
+            state.remove_tree(root)
+            raise
+        old_root, self.store, self.root, self.seq = self.root, store, root, seq
+        self.views = {v: _ViewLog(last=seq, snap=seq) for v in self.DIST_MAPS}
+        for n in self.LOCAL_MAPS:
+            self.local[n] = IndexedMap({k: v for k, v in tables[n].items() if v != 0})
+        state.remove_tree(old_root)          # the old history: nothing refers to it now
 
     def apply_delta(self, relation: str, delta: dict) -> None:
         """Run the relation's batch trigger; if it fails, the batch is undone (_abort_trigger)."""

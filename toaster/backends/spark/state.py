@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import sys
 from collections import OrderedDict
 
@@ -83,6 +84,9 @@ class _LocalFS:
         except FileNotFoundError:
             pass
 
+    def remove_tree(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
 
 class _ArrowFS:
     """hdfs://, s3a://, ... through pyarrow.fs (needed on the executors for such URLs)."""
@@ -114,6 +118,12 @@ class _ArrowFS:
         except FileNotFoundError:
             pass
 
+    def remove_tree(self, path: str) -> None:
+        try:
+            self.fs.delete_dir(self._path(path))
+        except (FileNotFoundError, OSError):
+            pass
+
 
 def filesystem(root: str):
     if root.startswith("file://"):
@@ -121,6 +131,12 @@ def filesystem(root: str):
     if "://" in root:
         return _ArrowFS(root), root
     return _LocalFS(), root
+
+
+def remove_tree(root: str) -> None:
+    """Delete a store's whole directory (best effort: called on the driver)."""
+    fs, path = filesystem(root)
+    fs.remove_tree(path)
 
 
 def _delta_path(root, view, p, seq):
@@ -225,6 +241,34 @@ def stage_task(spec: dict):
 def read_task(root: str, store: str, view: str, version: tuple):
     def run(p, _elements):
         return iter(list(checkout(root, store, view, p, version).map.items()))
+    return run
+
+
+def read_views_task(root: str, store: str, versions: dict):
+    """Every view's entries in partition p as (view, key, value) records (a checkpoint)."""
+    def run(p, _elements):
+        out = []
+        for view, version in versions.items():
+            out.extend((view, k, v) for k, v in checkout(root, store, view, p, version).map.items())
+        return iter(out)
+    return run
+
+
+def restore_task(root: str, store: str, seq: int, old_store: str):
+    """Install restored entries: input (p, {view: entries}) for this partition; each view's
+    partition becomes the snapshot `seq` of the new store and its replica here. The old
+    store's replicas in this process are dropped (a cache: its durable copy is untouched)."""
+    def run(p, elements):
+        fs, froot = filesystem(root)
+        reps = _replicas(store)
+        for q, views in elements:
+            if q != p:
+                raise RuntimeError(f"toaster: restore data of partition {q} reached partition {p}")
+            for view, entries in views.items():
+                fs.write(_snap_path(froot, view, p, seq), pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL))
+                reps[(view, p)] = Replica(seq, IndexedMap(entries))
+        _stores().pop(old_store, None)
+        return iter(())
     return run
 
 
