@@ -178,9 +178,12 @@ def test_cli_spark_killed_after_a_checkpoint_then_resumed(tmp_path):
     proc.communicate(timeout=60)
     killed_at = newest()
     assert target <= killed_at < total
+    assert (tmp_path / "state" / "spark-log").is_dir(), "the engine's own delta log, beside the checkpoints"
     done = subprocess.run(args + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "resumed from" in done.stderr and f"({killed_at:,} batches already applied)" in done.stderr
+    assert all(p.name.startswith("ckpt-") for p in (tmp_path / "state").iterdir()), \
+        "the killed run's delta log is cleared; the finished run's too"
     engine = compile_sql(SQL).engine("interp")
     assert engine.restore(latest_checkpoint(tmp_path / "state"))["batches"] == total
     assert read_manifest(latest_checkpoint(tmp_path / "state"))["backend"] == "spark"

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shutil
 import sys
 import traceback
 
 from toaster.errors import InternalError, ToasterError, UsageError
+
+SPARK_LOG = "spark-log"     # under --checkpoint-dir: the spark engine's durable delta log (docs/checkpoints.md)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -288,9 +291,17 @@ def _run_engine(comp, args) -> None:
     from toaster.checkpoint import InputPosition, checkpoint_name, latest_checkpoint, prune_checkpoints
     from toaster.runtime.csv_source import open_sources
     from toaster.runtime.output import format_changes, format_results, result_changes
-    engine = comp.engine(args.backend)
+    ckpt_dir = args.checkpoint_dir
+    spark_log = None
+    if args.backend == "spark" and ckpt_dir is not None:
+        # the spark engine's own durable delta log (not a toaster checkpoint: never read on
+        # --resume) beside the checkpoints, so a killed run's log is cleared by the next run
+        spark_log = os.path.join(ckpt_dir, SPARK_LOG)
+        shutil.rmtree(spark_log, ignore_errors=True)
+        engine = comp.engine(args.backend, checkpoint_dir=spark_log)
+    else:
+        engine = comp.engine(args.backend)
     try:
-        ckpt_dir = args.checkpoint_dir
         if ckpt_dir is not None:
             engine._checkpoint_state(with_tables=False)    # refuses backends without checkpoints now
         relations = list(engine.relations.values())
@@ -348,6 +359,8 @@ def _run_engine(comp, args) -> None:
               f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)", file=sys.stderr)
     finally:
         engine.close()
+        if spark_log is not None:
+            shutil.rmtree(spark_log, ignore_errors=True)
 
 
 def _progress(batches, args):
