@@ -17,6 +17,7 @@ from toaster.backends.spark import state
 from toaster.backends.spark.engine import SparkEngine
 from toaster.backends.spark.runtime import last_job_id
 from toaster.checkpoint import CheckpointError, latest_checkpoint, read_manifest
+from toaster.errors import UnknownNameError
 from toaster.pipeline import compile_sql
 from toaster.runtime.csv_source import load_sources
 from toaster.runtime.output import format_results
@@ -37,8 +38,8 @@ def stream(comp):
     return random_stream(list(comp.engine("interp").relations.values()), seed=11, n_batches=16, deletes=True)
 
 
-def _spark(comp, spark, tmp_path, name, **kw):
-    return SparkEngine(comp.stage("spark"), spark=spark, partitions=3,
+def _spark(comp, spark, tmp_path, name, partitions=3, **kw):
+    return SparkEngine(comp.stage("spark"), spark=spark, partitions=partitions,
                        checkpoint_dir=str(tmp_path / f"spark-state-{name}"), **kw)
 
 
@@ -52,7 +53,7 @@ def test_spark_round_trip_with_deletions_then_more_batches(comp, stream, spark, 
     assert any((b.signs < 0).any() for b in stream), "the stream should delete"
     first, rest = stream[:9], stream[9:]
     src = _spark(comp, spark, tmp_path, "src", checkpoint_every=2)   # its own snapshots in between
-    dst = _spark(comp, spark, tmp_path, "dst", checkpoint_every=3)
+    dst = _spark(comp, spark, tmp_path, "dst", partitions=2, checkpoint_every=3)   # re-partitioned
     try:
         for b in first:
             src.apply(b)
@@ -117,6 +118,8 @@ def test_mismatched_program_is_a_clean_checkpoint_error(comp, stream, spark, tmp
         with pytest.raises(CheckpointError, match=r"another program: map QUERY_2___SQL_MAX_AGGREGATE_3 is not in the checkpoint"):
             engine.restore(tmp_path / "other")
         assert (engine.results(), engine.program.store) == (before, store)
+        with pytest.raises(UnknownNameError):
+            engine.read_map("NO_SUCH_MAP")
         engine.checkpoint(tmp_path / "mine")
     finally:
         engine.close()

@@ -43,7 +43,9 @@ class SparkEngine(Engine):
     reads before more distributed work (`jobs_last_batch` counts them). Distributed views stay
     resident in the executors' Python workers; `checkpoint_dir` (a path or URL every executor
     can reach; default a driver-local temp dir, enough for local masters) holds their durable
-    copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md).
+    copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md). That private log
+    is not a toaster checkpoint: `checkpoint(path)` / `restore(path)` write and read the portable
+    format of docs/checkpoints.md (every view, crossing to and from the other engines).
     """
     backend = "spark"
 
