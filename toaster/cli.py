@@ -15,7 +15,7 @@ import traceback
 
 from toaster.errors import InternalError, ToasterError, UsageError
 
-SPARK_LOG = "spark-log"     # under --checkpoint-dir: the spark engine's durable delta log (docs/checkpoints.md)
+SPARK_LOG = "spark-log"     # in --checkpoint-dir: the spark engine's own delta log (docs/checkpoints.md)
 
 
 class _Parser(argparse.ArgumentParser):
