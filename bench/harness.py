@@ -174,6 +174,8 @@ def compile_query(text: str, mode: str, strategy: str, master: str | None = None
     kw = {"master": master} if master else {}
     if strategy in (DEFAULT_STRATEGY, "reeval"):
         return compile_sql(text, mode=mode, **kw)
+    if strategy == "nocache":           # HO-IVM without the view caches of m3_view_cache
+        return compile_sql(text, mode=mode, skip=("m3_view_cache",), **kw)
     try:
         return compile_sql(text, mode=mode, strategy=strategy, **kw)
     except TypeError:

@@ -233,9 +233,9 @@ class _Lowering:
             return Singleton(Tuple((value, ONE))), (x,)
         coll, qouts = self.coll(q, bound)
         kx = _kvar(x)
-        if qouts:
-            coll = self.group_by(coll, qouts, qouts)
-        else:
+        if qouts and not (isinstance(q, c.MapRef) and len(set(q.vars)) == len(q.vars)):
+            coll = self.group_by(coll, qouts, qouts)   # a map slice has one row per key already
+        elif not qouts:
             coll = Singleton(Tuple((self.scalar(coll, qouts),)))
         v = self.fresh("v", _value_type(coll))
         params = tuple(_kvar(o) for o in qouts) + (v,)
