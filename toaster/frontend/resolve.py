@@ -20,13 +20,15 @@ at any depth, is normalized (see the lead's contract in the ResolvedQuery docstr
 from __future__ import annotations
 
 from toaster.recursion import deep
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, replace
 
 from toaster.errors import SemanticError, UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.traverse import _QUERIES, _kids, _map, check_nesting as _check_nesting, iter_nodes  # noqa: F401
 from toaster.frontend.functions import BUILTINS, NULL_FUNCTIONS, builtin_result_type
-from toaster.types import INT, FLOAT, STRING, Type, promote
+from toaster.frontend.resolve_joins import JoinResolution
+from toaster.frontend.scope import _Scope, _err, _union_type, comparable, output_columns  # noqa: F401
+from toaster.types import INT, FLOAT, STRING, promote
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,6 @@ class ResolvedQuery:
     functions: tuple = ()      # tuple[CreateFunction] of the program
 
 
-def _err(msg: str, node, cls=SemanticError):
-    pos = getattr(node, "pos", A.NOPOS) or A.NOPOS
-    return cls(msg, line=pos.line or None, column=pos.column or None)
-
-
 # ------------------------------------------------------------------ generic walking
 
 def same_expr(a, b) -> bool:
@@ -70,75 +67,14 @@ def contains_agg(e) -> bool:
     return any(isinstance(n, A.AggCall) for n in iter_nodes(e, into_queries=False))
 
 
-def output_columns(q) -> tuple:
-    """tuple[(name, Type)] of a resolved Select or SetOp (a SetOp: left names, promoted types)."""
-    if isinstance(q, A.SetOp):
-        left, right = output_columns(q.left), output_columns(q.right)
-        return tuple((n, _union_type(t, u)) for (n, t), (_, u) in zip(left, right))
-    return tuple((t.alias, t.expr.type) for t in q.targets)
-
-
-def _union_type(a: Type, b: Type) -> Type | None:
-    if a.is_numeric and b.is_numeric:
-        return promote(a, b)
-    return a if a == b else None
-
-
-def comparable(a: Type, b: Type) -> bool:
-    return (a.is_numeric and b.is_numeric) or a == b
-
-
-# ------------------------------------------------------------------------ scopes
-
-@dataclass
-class _Source:
-    written: str               # the alias as written in this FROM
-    alias: str                 # program-unique alias
-    columns: tuple             # tuple[(name, Type)]
-    nullable: frozenset = frozenset()   # names of the columns that can hold NULL
-
 
 def _unordered(q):
     return replace(q, order_by=()) if isinstance(q, A.Select) and q.order_by else q
 
 
-class _Scope:
-    def __init__(self, sources: list, parent: "_Scope | None", merged: dict | None = None):
-        self.sources = sources
-        self.parent = parent
-        self.merged = merged or {}   # (alias, column) -> representative, for NATURAL JOIN copies
-
-    def lookup(self, ref: A.ColumnRef) -> A.ColumnRef:
-        scope = self
-        if ref.qualifier is not None:
-            while scope is not None:
-                src = next((s for s in scope.sources if s.written == ref.qualifier), None)
-                if src is not None:
-                    t = dict(src.columns).get(ref.name)
-                    if t is None:
-                        raise _err(f"{ref.qualifier} has no column {ref.name}", ref)
-                    return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
-                scope = scope.parent
-            raise _err(f"unknown relation or alias {ref.qualifier}", ref)
-        while scope is not None:
-            hits = [(s, t) for s in scope.sources for n, t in s.columns if n == ref.name]
-            if len(hits) > 1:
-                reps = {scope.merged.get((s.alias, ref.name), (s.alias, ref.name)) for s, _ in hits}
-                if len(reps) > 1:
-                    raise _err(f"ambiguous column {ref.name} (in {', '.join(s.written for s, _ in hits)})", ref)
-            if hits:
-                src, t = hits[0]
-                return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
-            scope = scope.parent
-        raise _err(f"unknown column {ref.name}", ref)
-
-    def aliases(self) -> set:
-        return {s.alias for s in self.sources}
-
-
 # ---------------------------------------------------------------------- resolver
 
-class _Resolver:
+class _Resolver(JoinResolution):
     def __init__(self, prog: A.SqlProgram):
         self.relations = {r.name: r for r in prog.relations}
         self.functions = {f.name: f for f in prog.functions}
@@ -268,103 +204,6 @@ class _Resolver:
                       group_by=group_by, having=having)
         order_by = tuple(self.order_item(o, scope, new, is_agg) for o in sel.order_by)
         return replace(new, order_by=order_by)
-
-    def outer_join(self, item: A.Join, parent, sources, items, on_conds, merged) -> None:
-        """LEFT / RIGHT / FULL JOIN: the padded side must be one FROM item (a relation or a
-        subquery); its ON condition sees the items to its left, as in SQL. The padded item is
-        wrapped in an OuterJoinItem carrying the ON condition and a NOT EXISTS over a copy of it
-        (no row matches: one row of NULLs), and its columns become nullable above the join."""
-        first = len(sources)
-        self.from_item(item.left, parent, sources, items, on_conds, merged)
-        n_left = len(sources)
-        self.from_item(item.right, parent, sources, items, on_conds, merged)
-        single_left = n_left - first == 1 and isinstance(item.left, (A.RelItem, A.SubqueryItem))
-        if item.kind in ("RIGHT", "FULL") and not single_left:
-            raise _err(f"{item.kind} JOIN whose left side is itself a join (join the others after it)",
-                       item, UnsupportedError)
-        scope = _Scope(list(sources), parent, merged)
-        on = self.cond(item.on, scope, "ON")
-
-        def no_match(original):       # NOT EXISTS (SELECT * FROM <a copy> WHERE on): the copy shadows it
-            q = A.Select((A.Target(A.Star(None, item.pos), None, item.pos),), (original,), item.on, (), pos=item.pos)
-            return self.cond(A.Exists(q, True, item.pos), scope, "ON")
-        if item.kind == "LEFT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[-1], on, no_match(item.right), None, item.pos)
-            items[-1] = wrapped
-            padded = [sources[-1]]
-        elif item.kind == "RIGHT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[first], on, no_match(item.left), None, item.pos)
-            items[first] = wrapped
-            padded = [sources[first]]
-        else:
-            wrapped = A.OuterJoinItem("FULL", items[first], items[-1], on, no_match(item.right),
-                                      no_match(item.left), item.pos)
-            items[first:] = [wrapped]
-            padded = [sources[first], sources[-1]]
-        for src in padded:
-            src.nullable = frozenset(n for n, _ in src.columns)
-
-    def from_item(self, item, parent, sources, items, on_conds, merged) -> None:
-        match item:
-            case A.Join(kind, left, right, on) if kind in ("LEFT", "RIGHT", "FULL"):
-                self.outer_join(item, parent, sources, items, on_conds, merged)
-                return
-            case A.Join(kind, left, right, on):
-                self.from_item(left, parent, sources, items, on_conds, merged)
-                n_left = len(sources)
-                self.from_item(right, parent, sources, items, on_conds, merged)
-                if kind == "NATURAL":
-                    on_conds.extend((True, c) for c in
-                                    _natural_equalities(sources[:n_left], sources[n_left:], merged, item.pos))
-                elif on is not None:
-                    on_conds.append((False, on))
-                return
-            case A.RelItem(relation, written):
-                decl = self.relations.get(relation)
-                if decl is None:
-                    raise _err(f"unknown relation {relation}", item)
-                if relation not in self.visible_relations:
-                    raise _err(f"unknown relation {relation} (it is declared after this statement)", item)
-                columns = tuple((c.name, c.type) for c in decl.logical_columns)
-                nullable = frozenset(c.name for c in decl.logical_columns if c.nullable)
-                new = None
-            case A.SubqueryItem(query, written):
-                new_query = self.query(query, parent, True)
-                columns = output_columns(new_query)
-                nullable = frozenset()     # nullable outputs of FROM subqueries are refused (from_sql)
-                new = new_query
-            case _:
-                raise _err(f"unexpected FROM item {type(item).__name__}", item, UnsupportedError)
-        if any(s.written == written for s in sources):
-            raise _err(f"duplicate relation name {written} in FROM (use aliases)", item)
-        alias = self.unique_alias(written)
-        sources.append(_Source(written, alias, columns, nullable))
-        if isinstance(item, A.RelItem):
-            self.statement_relations.append((alias, decl))
-            items.append(A.RelItem(item.relation, alias, item.pos))
-        else:
-            items.append(A.SubqueryItem(new, alias, item.pos))
-
-    def expand_star(self, star: A.Star, scope: _Scope) -> list:
-        if star.qualifier is None:
-            srcs = scope.sources
-            if not srcs:
-                raise _err("SELECT * without FROM", star)
-        else:
-            srcs = [s for s in scope.sources if s.written == star.qualifier]
-            if not srcs:
-                raise _err(f"unknown relation or alias {star.qualifier}", star)
-        return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t, n in s.nullable), n, star.pos)
-                for s in srcs for n, t in s.columns]
-
-    def every_from_column(self, call: A.AggCall, scope: _Scope) -> tuple:
-        """The arguments of COUNT(DISTINCT) written without any, as DBToaster's parser accepts it:
-        every column of its SELECT's FROM clause (in FROM order, as `*`), so it counts the distinct
-        input rows of the group; every engine then maintains it as COUNT(DISTINCT c1, c2, ...)."""
-        if not scope.sources:
-            raise _err("COUNT(DISTINCT) without an argument needs a FROM clause (it counts distinct input rows)",
-                       call)
-        return tuple(t.expr for t in self.expand_star(A.Star(None, call.pos), scope))
 
     def group_expr(self, g, scope: _Scope, targets):
         if isinstance(g, A.Literal) and g.type == INT:
@@ -548,26 +387,6 @@ def _unique_name(name: str, used: set) -> str:
         n += 1
     used.add(name)
     return name
-
-
-def _natural_equalities(left: list, right: list, merged: dict, pos) -> list:
-    """NATURAL JOIN: equate every right column with the first same-named left column."""
-    out = []
-    for r in right:
-        for name, t in r.columns:
-            hit = next(((l, u) for l in left for n, u in l.columns if n == name), None)
-            if hit is None:
-                continue
-            l, u = hit
-            if not comparable(t, u):
-                raise _err(f"NATURAL JOIN cannot compare {l.written}.{name} ({u}) with {r.written}.{name} ({t})",
-                           A.Target(None, None, pos))
-            rep = merged.get((l.alias, name), (l.alias, name))
-            merged[(r.alias, name)] = rep
-            merged.setdefault((l.alias, name), rep)
-            out.append(A.Comparison("=", A.ColumnRef(l.written, name, pos, l.alias, u, name in l.nullable),
-                                    A.ColumnRef(r.written, name, pos, r.alias, t, name in r.nullable), pos))
-    return out
 
 
 def _written(ref: A.ColumnRef) -> str:
