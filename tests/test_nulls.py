@@ -117,8 +117,10 @@ def test_nullable_declarations_print_and_parse_back():
 @pytest.mark.parametrize("sql, what", [
     ("SELECT COUNT(*) FROM R WHERE R.B = NULL;", "NULL (NULLs)"),
     ("SELECT R.B FROM R ORDER BY R.B;", "ORDER BY a value that can be NULL"),
-    ("SELECT q.X FROM (SELECT R.B AS X FROM R) q;", "FROM-subquery or set-operation column"),
-    ("SELECT R.A FROM R UNION ALL SELECT R2.B FROM R R2;", "FROM-subquery or set-operation column"),
+    ("SELECT COUNT(*) FROM R WHERE R.A IN (SELECT R2.B FROM R R2);", "a nullable column as the column of an IN subquery"),
+    ("SELECT COUNT(*) FROM R WHERE R.A < ALL (SELECT q.B FROM (SELECT R2.B FROM R R2) q);",
+     "a nullable column as the column of an ALL subquery"),
+    ("(SELECT R.B FROM R ORDER BY R.B LIMIT 2) UNION SELECT S.B FROM S;", "ORDER BY a value that can be NULL"),
     ("SELECT COUNT(*) FROM R JOIN S ON R.A = S.B RIGHT JOIN T ON S.C = T.C;", "RIGHT JOIN whose left side is itself a join"),
     ("SELECT LISTMAX(R.B, 1) AS m, COUNT(*) AS n FROM R GROUP BY LISTMAX(R.B, 1);", "argument of listmax"),
     ("SELECT R.A, SUM(R.A) AS s FROM R GROUP BY R.A HAVING SUM(R.B) > 1 OR SUM(R.A) > 2;",

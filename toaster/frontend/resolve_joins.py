@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
+from toaster.frontend.nulls import nullable_outputs
 from toaster.frontend.scope import _Scope, _Source, _err, comparable, output_columns
 
 
@@ -74,7 +75,7 @@ class JoinResolution:
             case A.SubqueryItem(query, written):
                 new_query = self.query(query, parent, True)
                 columns = output_columns(new_query)
-                nullable = frozenset()     # nullable outputs of FROM subqueries are refused (from_sql)
+                nullable = frozenset(n for (n, _), null in zip(columns, nullable_outputs(new_query)) if null)
                 new = new_query
             case _:
                 raise _err(f"unexpected FROM item {type(item).__name__}", item, UnsupportedError)
