@@ -23,7 +23,7 @@ from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.calculus.implied import column_equalities as _column_equalities
-from toaster.calculus.null_sql import NullTranslation, flag_var
+from toaster.calculus.null_sql import NullTranslation, flag_var, null_default
 from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
                                          column_var, output_names)
 from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_capable, null_key,  # noqa: F401
@@ -76,6 +76,8 @@ class Translator(NullTranslation):
         match e:
             case A.Literal(v, t):
                 return [], Const(v, t)
+            case A.NullLiteral(_, t):         # the type's NULL value; null_guards: never present
+                return [], null_default(t)
             case A.ColumnRef():
                 return [], column_var(e)
             case A.BinaryOp(op, l, r, _, t):

@@ -12,10 +12,10 @@ import itertools
 
 from toaster.calculus.implied import classes as _classes, equalities_hold as _equalities_hold
 from toaster.calculus.ir import (AggSum, Cmp, Const, Func, Lift, Prod, Rel, Var, Value, mk_prod, mk_sum, neg,
-                                 ONE)
+                                 ONE, ZERO)
 from toaster.frontend import ast as A
 from toaster.frontend.nulls import is_single_row, null_aggregates, null_key, nullable_subqueries, refuse_null
-from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported, column_var,
+from toaster.calculus.sql_common import (_any, _is_aggregate, _unsupported, column_var,
                                          output_names)
 from toaster.runtime.nulls import NULL_DATE
 from toaster.schema import NULL_FLAG
@@ -68,6 +68,8 @@ class NullTranslation:
         for sub in nullable_subqueries(e, aggs):
             if aggs is not None and null_key(sub) in aggs:     # an aggregate or group key of aggs
                 guard = [aggs[null_key(sub)]]
+            elif isinstance(sub, A.NullLiteral):
+                guard = [ZERO]
             elif isinstance(sub, A.ColumnRef):
                 guard = [Cmp("=", flag_var(sub), Const(0, INT))]
             elif isinstance(sub, A.FuncCall) and sub.name == "coalesce":     # some argument present

@@ -15,6 +15,7 @@ from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
+from toaster.calculus.null_sql import null_default
 from toaster.calculus.results import NULL_UNLESS, GlobalValue, can_be_null, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
@@ -245,6 +246,8 @@ class _TopLevel:
         match e:
             case A.Literal(v, t):
                 return Const(v, t)
+            case A.NullLiteral(_, t):
+                return Func(NULL_UNLESS, (null_default(t), Const(0, INT)), t)
             case A.BinaryOp(op, l, r, _, t):
                 left_ok = zero_ok and op in "*/"
                 right_ok = zero_ok and op == "*"

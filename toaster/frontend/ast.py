@@ -30,6 +30,15 @@ class Literal:
 
 
 @dataclass(frozen=True, slots=True)
+class NullLiteral:
+    """SQL's NULL. Typed by its context when resolved (the other operand of an operator or
+    comparison, the other values of COALESCE / NULLIF / CASE / a set-operation column); alone,
+    int (DuckDB materializes a bare NULL column as INTEGER)."""
+    pos: Pos = field(default=NOPOS, compare=False)
+    type: Type | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnRef:
     qualifier: str | None  # alias as written (upper-cased), or None
     name: str

@@ -20,7 +20,8 @@ NULL_AGGREGATES = ("SUM", "AVG", "MIN", "MAX")   # NULL over no rows; COUNT is 0
 
 def refuse_null(what: str, node):
     pos = getattr(node, "pos", None)
-    why = "a nullable column" if "nullable column" in what else "a scalar subquery that can be empty"
+    why = "a nullable column" if "nullable column" in what else "the NULL literal" if what.startswith("NULL ") \
+        else "a scalar subquery that can be empty"
     return UnsupportedError(f"{what} ({why} is NULL there)",
                             line=getattr(pos, "line", None) or None, column=getattr(pos, "column", None) or None)
 
@@ -65,6 +66,8 @@ def nullable_subqueries(e, aggs=None) -> list:
     CASE value or a fallible function's argument; CASE conditions are conditions (guarded where
     they are translated)."""
     def nullable_subquery(n, where):
+        if isinstance(n, A.NullLiteral):
+            return f"NULL as an argument of {where}" if where in _FALLIBLE else ""
         if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
             if where != "arith":
                 return "a scalar subquery that can be empty inside a function argument or a CASE value"

@@ -5,7 +5,7 @@ happen here (they need no names or types): BETWEEN -> And(>=, <=); IN (value lis
 equalities; `<>` -> `!=`; ANY -> SOME; NOT over EXISTS / IN (subquery) / LIKE -> their negated
 flag; simple CASE -> searched CASE; EXTRACT(p FROM d) -> date_part('p', d); CAST(x AS t) ->
 cast_t(x); DATE('...') ± INTERVAL 'n' YEAR|MONTH|DAY -> a DATE literal. Constructs that are
-refused by design (outer joins, NULL) raise UnsupportedError at their position.
+refused by design raise UnsupportedError at their position.
 """
 from __future__ import annotations
 
@@ -412,7 +412,7 @@ class _ToAst(Transformer):
         return node
 
     def null_lit(self, children):
-        _unsupported("NULL (NULLs)", _pos(children[0]))
+        return A.NullLiteral(_pos(children[0]))
 
     def when_cond(self, children):
         return (children[1], children[3])

@@ -24,9 +24,10 @@ from toaster.frontend.nulls import is_nullable, nullable_subqueries
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
 from toaster.functions import FUNCTIONS, duckdb_sql
-from toaster.types import DATE, STRING, int_to_date
+from toaster.types import BOOL, DATE, FLOAT, INT, STRING, int_to_date
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
+_DUCK_TYPES = {INT: "BIGINT", FLOAT: "DOUBLE", STRING: "VARCHAR", DATE: "DATE", BOOL: "BOOLEAN"}
 
 
 class _Printer:
@@ -55,6 +56,8 @@ class _Printer:
                 if isinstance(v, float):
                     return f"CAST({v!r} AS DOUBLE)" if duck else repr(v)
                 return f"CAST({v} AS BIGINT)" if duck else str(v)
+            case A.NullLiteral(_, t):
+                return f"CAST(NULL AS {_DUCK_TYPES[t]})" if duck and t is not None else "NULL"
             case A.ColumnRef(q, n, _, src):
                 qual = src or q
                 return f"{self.name(qual)}.{self.name(n)}" if qual else self.name(n)

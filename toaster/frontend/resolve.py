@@ -128,6 +128,9 @@ class _Resolver(JoinResolution):
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
             for i, ((_, t), (_, u)) in enumerate(zip(lc, rc), start=1):
+                if _null_column(left, i - 1) != _null_column(right, i - 1):    # a bare NULL: the other's type
+                    left, right = _retyped_null_column(left, i - 1, u), _retyped_null_column(right, i - 1, t)
+                    continue
                 if _union_type(t, u) is None:
                     raise _err(f"{q.op} column {i}: cannot combine {t} with {u}", q)
             return replace(q, left=left, right=right)
@@ -248,10 +251,12 @@ class _Resolver(JoinResolution):
         match e:
             case A.Literal():
                 return e
+            case A.NullLiteral():
+                return replace(e, type=e.type or INT)
             case A.ColumnRef():
                 return scope.lookup(e)
             case A.BinaryOp(op, l, r):
-                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                l2, r2 = _typed_nulls([self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)])
                 for side in (l2, r2):
                     if not side.type.is_numeric:
                         raise _err(f"operator {op} needs numbers, got {side.type}", side)
@@ -277,8 +282,10 @@ class _Resolver(JoinResolution):
             case A.FuncCall(name, args):
                 return self.func_call(e, tuple(self.expr(a, scope, no_agg) for a in args))
             case A.Case(whens, else_):
-                whens2 = tuple((self.cond(c, scope, no_agg), self.expr(v, scope, no_agg)) for c, v in whens)
-                else2 = self.expr(else_, scope, no_agg) if else_ is not None else None
+                values = _typed_nulls([self.expr(v, scope, no_agg) for _, v in whens] +
+                                      ([self.expr(else_, scope, no_agg)] if else_ is not None else []))
+                whens2 = tuple((self.cond(c, scope, no_agg), v) for (c, _), v in zip(whens, values))
+                else2 = values[-1] if else_ is not None else None
                 types = [v.type for _, v in whens2] + ([else2.type] if else2 is not None else [])
                 if all(t.is_numeric for t in types):
                     t = FLOAT if FLOAT in types else INT
@@ -312,7 +319,11 @@ class _Resolver(JoinResolution):
                     raise _err(f"argument {i} of {name.upper()} must be {want}, got {a.type}", a)
             return replace(e, args=args, type=decl.return_type)
         if name in ("coalesce", "ifnull", "nullif"):
-            return self.null_function(e, args)
+            return self.null_function(e, tuple(_typed_nulls(list(args))))
+        for a in args:
+            if isinstance(a, A.NullLiteral):
+                raise _err(f"NULL as an argument of {name.upper()} (its type is unknown; CAST a column instead)",
+                           a, UnsupportedError)
         b = BUILTINS.get(name)
         if b is None:
             if name in NULL_FUNCTIONS:
@@ -350,7 +361,7 @@ class _Resolver(JoinResolution):
     def cond(self, c, scope: _Scope, no_agg: str | None):
         match c:
             case A.Comparison(op, l, r):
-                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                l2, r2 = _typed_nulls([self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)])
                 if not comparable(l2.type, r2.type):
                     raise _err(f"cannot compare {l2.type} with {r2.type}", c)
                 return replace(c, left=l2, right=r2)
@@ -378,6 +389,33 @@ class _Resolver(JoinResolution):
                     raise _err(f"LIKE needs a string, got {e2.type}", c)
                 return replace(c, expr=e2)
         raise _err(f"unexpected condition {type(c).__name__}", c, UnsupportedError)
+
+
+def _null_column(q, i: int) -> bool:
+    """Whether output column i of the resolved query is the NULL literal in every operand."""
+    if isinstance(q, A.SetOp):
+        return _null_column(q.left, i) and _null_column(q.right, i)
+    return isinstance(q.targets[i].expr, A.NullLiteral)
+
+
+def _retyped_null_column(q, i: int, t):
+    """q with its NULL-literal output column i typed t (a set operation types it as the other side)."""
+    if isinstance(q, A.SetOp):
+        return replace(q, left=_retyped_null_column(q.left, i, t), right=_retyped_null_column(q.right, i, t))
+    target = q.targets[i]
+    if not isinstance(target.expr, A.NullLiteral):
+        return q
+    targets = q.targets[:i] + (replace(target, expr=replace(target.expr, type=t)),) + q.targets[i + 1:]
+    return replace(q, targets=targets)
+
+
+def _typed_nulls(exprs: list) -> list:
+    """NULL literals among exprs typed as the others (the first typed one that is not a NULL),
+    as SQL types `x + NULL`, `x = NULL`, COALESCE(NULL, x), CASE ... THEN NULL ELSE x."""
+    t = next((e.type for e in exprs if not isinstance(e, A.NullLiteral) and e.type is not None), None)
+    if t is None:
+        return exprs
+    return [replace(e, type=t) if isinstance(e, A.NullLiteral) else e for e in exprs]
 
 
 def _unique_name(name: str, used: set) -> str:
