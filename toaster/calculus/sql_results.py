@@ -92,11 +92,13 @@ class _TopLevel:
         nullable = nullable_outputs(q.select)      # NULL keys: a hidden flag key column each
         flagged = [i for i, null in enumerate(nullable) if null]
         self.null_keys = [(i, len(key_types) + j) for j, i in enumerate(flagged)]
+        self.key_flags = dict(self.null_keys)
         term = self.operand_term(q.select, key_types, flagged)
         keys = tuple(ResultColumn(n, t) for (n, _), t in zip(q.key_columns, key_types))
         keys += tuple(ResultColumn(q.key_columns[i][0] + NULL_FLAG, INT) for i in flagged)
+        order, limit = self.order_terms(keyed=[e for _, e in q.key_columns])
         return QueryResult(q.name, keys, (ResultColumn(count_name, INT),), tuple(m.name for m in self.maps),
-                           value_terms=(term,), null_keys=tuple(self.null_keys))
+                           value_terms=(term,), order_by=order, limit=limit, null_keys=tuple(self.null_keys))
 
     def operand_term(self, node, key_types, flagged):
         """A result term: the multiplicity of the row's key in the operand (or set operation) node
@@ -322,9 +324,7 @@ class _TopLevel:
         raise _unsupported(f"{type(c).__name__} in HAVING", c)
 
     def order_terms(self, keyed, terms=None) -> tuple[tuple, int | None]:
-        sel = self.q.select
-        if isinstance(sel, A.SetOp):
-            return (), None
+        sel = self.q.select          # a Select, or a whole set operation (its items are key columns)
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
         for (t, _), o in zip(order, sel.order_by):
             if can_be_null(t):

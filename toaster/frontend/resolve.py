@@ -121,6 +121,10 @@ class _Resolver(JoinResolution):
     def query(self, q, parent: _Scope | None, nested: bool, top_operand: bool = False):
         """top_operand: q is (inside) an operand of the statement's own set operation."""
         if isinstance(q, A.SetOp):
+            if nested and q.limit is not None:
+                raise _err(f"LIMIT on a {q.op} in a subquery or in an operand of another set operation (a top-n is "
+                           "not a view that deltas maintain; toaster applies it only to a top-level result)",
+                           q, UnsupportedError)
             in_top = not nested or top_operand
             left = self.set_operand(q.left, parent, q.op, in_top)
             right = self.set_operand(q.right, parent, q.op, in_top)
@@ -133,7 +137,10 @@ class _Resolver(JoinResolution):
                     continue
                 if _union_type(t, u) is None:
                     raise _err(f"{q.op} column {i}: cannot combine {t} with {u}", q)
-            return replace(q, left=left, right=right)
+            out = replace(q, left=left, right=right)
+            # ORDER BY alone does not change which rows a subquery has: dropped there
+            order_by = () if nested else tuple(_setop_order_item(o, out) for o in q.order_by)
+            return replace(out, order_by=order_by)
         if nested and q.limit is not None:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
@@ -389,6 +396,38 @@ class _Resolver(JoinResolution):
                     raise _err(f"LIKE needs a string, got {e2.type}", c)
                 return replace(c, expr=e2)
         raise _err(f"unexpected condition {type(c).__name__}", c, UnsupportedError)
+
+
+def _setop_order_item(o: A.OrderItem, q: A.SetOp) -> A.OrderItem:
+    """An ORDER BY item of a whole set operation: a position, an output column's name, or (as
+    DBToaster reads a trailing ORDER BY) a column that the first or last operand selects there.
+    Resolved to ColumnRef(None, name, type) of the output column, as _result's key columns."""
+    cols = output_columns(q)
+    e = o.expr
+    hit = None
+    if isinstance(e, A.Literal) and e.type == INT:
+        if not 1 <= e.value <= len(cols):
+            raise _err(f"ORDER BY position {e.value} is not in the select list", e)
+        hit = e.value - 1
+    elif isinstance(e, A.ColumnRef) and e.qualifier is None and any(n == e.name for n, _ in cols):
+        hit = next(i for i, (n, _) in enumerate(cols) if n == e.name)
+    elif isinstance(e, A.ColumnRef):
+        for side in (_operand(q, "left"), _operand(q, "right")):
+            for i, t in enumerate(side.targets):
+                x = t.expr
+                if isinstance(x, A.ColumnRef) and x.name == e.name and e.qualifier in (None, x.qualifier, x.source):
+                    hit = i if hit is None else hit
+    if hit is None:
+        raise _err(f"ORDER BY of a {q.op} must name one of its result columns (by name or position)", e)
+    name, t = cols[hit]
+    return replace(o, expr=A.ColumnRef(None, name, e.pos, None, t))
+
+
+def _operand(q, side: str) -> A.Select:
+    """The first (left) or last (right) SELECT of a set operation."""
+    while isinstance(q, A.SetOp):
+        q = getattr(q, side)
+    return q
 
 
 def _null_column(q, i: int) -> bool:
