@@ -115,10 +115,13 @@ def test_nullable_declarations_print_and_parse_back():
 
 
 @pytest.mark.parametrize("sql, what", [
-    ("SELECT COUNT(*) FROM R WHERE R.B = NULL;", "NULL (NULLs)"),
+    ("SELECT SUBSTRING(NULL, 1, 2) AS x FROM R;", "NULL as an argument of SUBSTRING"),
+    ("SELECT CAST_DATE(CASE WHEN R.A > 1 THEN NULL ELSE 'x' END) AS d FROM R;", "argument of cast_date"),
     ("SELECT R.B FROM R ORDER BY R.B;", "ORDER BY a value that can be NULL"),
-    ("SELECT q.X FROM (SELECT R.B AS X FROM R) q;", "FROM-subquery or set-operation column"),
-    ("SELECT R.A FROM R UNION ALL SELECT R2.B FROM R R2;", "FROM-subquery or set-operation column"),
+    ("SELECT COUNT(*) FROM R WHERE R.A IN (SELECT R2.B FROM R R2);", "a nullable column as the column of an IN subquery"),
+    ("SELECT COUNT(*) FROM R WHERE R.A < ALL (SELECT q.B FROM (SELECT R2.B FROM R R2) q);",
+     "a nullable column as the column of an ALL subquery"),
+    ("(SELECT R.B FROM R ORDER BY R.B LIMIT 2) UNION SELECT S.B FROM S;", "ORDER BY a value that can be NULL"),
     ("SELECT COUNT(*) FROM R JOIN S ON R.A = S.B RIGHT JOIN T ON S.C = T.C;", "RIGHT JOIN whose left side is itself a join"),
     ("SELECT LISTMAX(R.B, 1) AS m, COUNT(*) AS n FROM R GROUP BY LISTMAX(R.B, 1);", "argument of listmax"),
     ("SELECT R.A, SUM(R.A) AS s FROM R GROUP BY R.A HAVING SUM(R.B) > 1 OR SUM(R.A) > 2;",
@@ -128,3 +131,16 @@ def test_what_is_not_supported_yet_is_refused_by_name(sql, what):
     decls = "CREATE STREAM R(A int, B int NULL); CREATE STREAM S(B int, C int); CREATE STREAM T(C int, D int);\n"
     with pytest.raises(UnsupportedError, match=re.escape(what)):
         compile_sql(decls + sql).stage("calc")
+
+
+@pytest.mark.parametrize("sql, types", [
+    ("SELECT R.A, NULL AS N FROM R;", ["int", "int"]),                       # alone: int, as DuckDB stores it
+    ("SELECT COALESCE(NULL, R.S) AS x FROM R;", ["string"]),
+    ("SELECT CASE WHEN R.A > 1 THEN NULL ELSE R.F END AS x FROM R;", ["float"]),
+    ("SELECT R.S, NULL AS x FROM R UNION ALL SELECT NULL, R2.F FROM R R2;", ["string", "float"]),
+])
+def test_the_null_literal_is_typed_by_its_context(sql, types):
+    decls = "CREATE STREAM R(A int, B int NULL, S string NULL, F float);\n"
+    result = compile_sql(decls + sql).stage("calc").queries[0]
+    shown = [c for i, c in enumerate(result.key_columns) if i not in result.flag_keys]
+    assert [str(c.type) for c in shown] == types

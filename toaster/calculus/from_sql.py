@@ -23,10 +23,11 @@ from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.calculus.implied import column_equalities as _column_equalities
-from toaster.calculus.null_sql import NullTranslation, flag_var
+from toaster.calculus.null_sql import NullTranslation, flag_var, null_default
 from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
                                          column_var, output_names)
-from toaster.frontend.nulls import condition_is_nullable, is_single_row, nullable_subqueries, refuse_null
+from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_capable, null_key,  # noqa: F401
+                                    nullable_subqueries, refuse_null)
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
@@ -75,6 +76,8 @@ class Translator(NullTranslation):
         match e:
             case A.Literal(v, t):
                 return [], Const(v, t)
+            case A.NullLiteral(_, t):         # the type's NULL value; null_guards: never present
+                return [], null_default(t)
             case A.ColumnRef():
                 return [], column_var(e)
             case A.BinaryOp(op, l, r, _, t):
@@ -215,12 +218,14 @@ class Translator(NullTranslation):
                 outs, rows = self.rows(q)
                 if len(outs) != 1:
                     raise _unsupported("IN over a subquery with several columns", c)
+                self.refuse_nullable_column(outs[0], "IN", q)
                 return mk_prod(f + [self._count_test(AggSum((), mk_prod([rows, Cmp("=", outs[0], t)])), negated)])
             case A.Quantified(op, e, quant, q):
                 f, t = self.term(e, aggs)
                 outs, rows = self.rows(q)
                 if len(outs) != 1:
                     raise _unsupported(f"{quant} over a subquery with several columns", c)
+                self.refuse_nullable_column(outs[0], quant, q)
                 match_ = Cmp(op, t, outs[0])
                 if quant == "ALL":
                     failing = AggSum((), mk_prod([rows, mk_sum([ONE, neg(match_)])]))
@@ -260,7 +265,9 @@ class Translator(NullTranslation):
 
     # --------------------------------------------------------------- rows
     def rows(self, q) -> tuple[tuple, object]:
-        """(output variables, expression whose value is each output row's multiplicity)."""
+        """(output variables, expression whose value is each output row's multiplicity). An
+        output that can be NULL has its null flag in self.flags, and the expression binds it too
+        (self.physical(outs) are its output variables)."""
         if isinstance(q, A.SetOp):
             return self.setop_rows(q)
         sel = q
@@ -269,26 +276,20 @@ class Translator(NullTranslation):
         else:
             base = self.body(sel)
             outs, lifts = self.target_vars([t.expr for t in sel.targets], None)
-            expr = AggSum(tuple(outs), mk_prod(base + lifts))
+            expr = AggSum(self.physical(outs), mk_prod(base + lifts))
         if sel.distinct:
-            expr = _distinct(outs, expr, self)
+            expr = _distinct(self.physical(outs), expr, self)
         if sel.order_by or sel.limit is not None:
             if sel.limit is not None:
                 raise _unsupported("LIMIT inside a subquery", sel)
         return tuple(outs), expr
 
-    def target_vars(self, exprs, aggs, outputs: bool = True, nulls: bool = False) -> tuple[list, list]:
-        """Output variables for exprs and the lifts defining them. An output that can be NULL is
-        refused unless `nulls` (a top-level result): then its null flag variable is recorded in
-        self.flags."""
+    def target_vars(self, exprs, aggs, outputs: bool = True) -> tuple[list, list]:
+        """Output variables for exprs and the lifts defining them. The null flag variable of an
+        output that can be NULL is recorded in self.flags."""
         outs, lifts = [], []
         for e in exprs:
             sources = nullable_subqueries(e, aggs) if outputs else []
-            if outputs and aggs is not None:
-                self.refuse_null_aggregates(e, aggs)
-            if sources and not nulls:
-                raise refuse_null("a NULL (a nullable column or a scalar subquery that can be empty) in a "
-                                  "FROM-subquery or set-operation column", e)
             if isinstance(e, A.ColumnRef) and column_var(e) not in outs and aggs is None:
                 outs.append(column_var(e))
                 if sources:
@@ -338,6 +339,9 @@ class Translator(NullTranslation):
             grp = self.fresh("grp", INT)
             factors += [Lift(grp, AggSum(tuple(gvars), base)), Cmp("!=", grp, Const(0, INT))]
         aggs: dict = dict(by_expr)
+        for g, v in by_expr.items():       # a NULL group key: its flag (null_key, frontend.nulls)
+            if v in self.flags:
+                aggs[null_key(g)] = Cmp("=", self.flags[v], Const(0, INT))
         for call in _agg_calls([t.expr for t in sel.targets] + [sel.having]):
             if call in aggs:
                 continue
@@ -345,10 +349,14 @@ class Translator(NullTranslation):
             v = self.fresh("agg", call.type if call.func != "AVG" else FLOAT)
             factors.append(Lift(v, calc))
             aggs[call] = v
+            if null_capable(call):        # NULL where no row of the group has a non-NULL argument
+                n = self.fresh("nonnull", INT)
+                factors.append(Lift(n, AggSum((), self.guarded(base, call.args))))
+                aggs[null_key(call)] = Cmp("!=", n, Const(0, INT))
         if sel.having is not None:
             factors.append(self.cond(sel.having, aggs))
         outs, lifts = self.target_vars([t.expr for t in sel.targets], aggs)
-        return outs, AggSum(tuple(outs), mk_prod(factors + lifts))
+        return outs, AggSum(self.physical(outs), mk_prod(factors + lifts))
 
     def aggregate(self, call: A.AggCall, base):
         """A scalar expression for the aggregate over `base` (group variables bound outside).
@@ -445,16 +453,20 @@ class Translator(NullTranslation):
             raise _unsupported(f"{q.op} of queries with different column counts", q)
         common = tuple(self.fresh("u", promote(a.type, b.type) if a.type.is_numeric and b.type.is_numeric
                                    else a.type) for a, b in zip(lo, ro))
-        left = _rename_outputs(le, lo, common)
-        right = _rename_outputs(re_, ro, common)
+        for a, b, u in zip(lo, ro, common):     # NULL on either side: a null flag (NULL matches NULL)
+            if a in self.flags or b in self.flags:
+                self.flags[u] = self.fresh("unull", INT)
+        left = self.renamed(le, lo, common)
+        right = self.renamed(re_, ro, common)
+        keys = self.physical(common)
         if q.op == "UNION ALL":
-            return common, AggSum(common, mk_sum([left, right]))
+            return common, AggSum(keys, mk_sum([left, right]))
         if q.op == "UNION":
-            return common, _distinct(common, AggSum(common, mk_sum([left, right])), self)
+            return common, _distinct(keys, AggSum(keys, mk_sum([left, right])), self)
         c1, c2 = self.fresh("l", INT), self.fresh("r", INT)
         test = Cmp("!=" if q.op == "INTERSECT" else "=", c2, Const(0, INT))
-        return common, AggSum(common, mk_prod([Lift(c1, AggSum(common, left)), Cmp("!=", c1, Const(0, INT)),
-                                                Lift(c2, AggSum(common, right)), test]))
+        return common, AggSum(keys, mk_prod([Lift(c1, AggSum(keys, left)), Cmp("!=", c1, Const(0, INT)),
+                                              Lift(c2, AggSum(keys, right)), test]))
 
 
 # ------------------------------------------------------------------ helpers

@@ -12,10 +12,10 @@ import itertools
 
 from toaster.calculus.implied import classes as _classes, equalities_hold as _equalities_hold
 from toaster.calculus.ir import (AggSum, Cmp, Const, Func, Lift, Prod, Rel, Var, Value, mk_prod, mk_sum, neg,
-                                 ONE)
+                                 ONE, ZERO)
 from toaster.frontend import ast as A
-from toaster.frontend.nulls import is_single_row, null_aggregates, nullable_subqueries, refuse_null
-from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported, column_var,
+from toaster.frontend.nulls import is_single_row, null_aggregates, null_key, nullable_subqueries, refuse_null
+from toaster.calculus.sql_common import (_any, _is_aggregate, _unsupported, column_var,
                                          output_names)
 from toaster.runtime.nulls import NULL_DATE
 from toaster.schema import NULL_FLAG
@@ -66,7 +66,11 @@ class NullTranslation:
         empty (toaster.frontend.nulls), a lifted count of its rows that must be nonzero."""
         out = []
         for sub in nullable_subqueries(e, aggs):
-            if isinstance(sub, A.ColumnRef):
+            if aggs is not None and null_key(sub) in aggs:     # an aggregate or group key of aggs
+                guard = [aggs[null_key(sub)]]
+            elif isinstance(sub, A.NullLiteral):
+                guard = [ZERO]
+            elif isinstance(sub, A.ColumnRef):
                 guard = [Cmp("=", flag_var(sub), Const(0, INT))]
             elif isinstance(sub, A.FuncCall) and sub.name == "coalesce":     # some argument present
                 guard = [_any([mk_prod(self.null_guards(a, aggs)) for a in sub.args], self.fresh)]
@@ -142,8 +146,11 @@ class NullTranslation:
             outs, rows = self.rows(item.query)
             names = output_names(item.query)
             want = [Var(f"{item.alias}_{n}", v.type) for n, v in zip(names, outs)]
-            return _rename_outputs(rows, outs, want), \
-                [(v, Var(f"{v.name}{NULL_FLAG}", INT), False) for v in want]
+            for o, w in zip(outs, want):        # a nullable column ALIAS_NAME: flag ALIAS_NAME__NULL
+                if o in self.flags:
+                    self.flags[w] = Var(f"{w.name}{NULL_FLAG}", INT)
+            return self.renamed(rows, outs, want), \
+                [(v, Var(f"{v.name}{NULL_FLAG}", INT), v in self.flags) for v in want]
         raise _unsupported(f"FROM item {type(item).__name__}", item)
 
     def outer_join(self, item: A.OuterJoinItem):
@@ -166,6 +173,8 @@ class NullTranslation:
         type's NULL value, so all NULLs are one key."""
         if isinstance(e, A.ColumnRef) and (aggs is None or e not in aggs):
             return column_var(e), flag_var(e), []
+        if aggs is not None and e in aggs and aggs[e] in self.flags:    # a nullable group key
+            return aggs[e], self.flags[aggs[e]], []
         pre, t = self.term(e, aggs)
         v, f = self.fresh("t", t.type), self.fresh("null", INT)
         present = mk_prod(self.null_guards(e, aggs))
@@ -174,9 +183,24 @@ class NullTranslation:
                         Lift(f, Value(Const(1, INT)))])
         return v, f, [mk_sum([value, null])]
 
-    def refuse_null_aggregates(self, e, aggs):
-        """A SUM/AVG/MIN/MAX over only NULLs is NULL: not supported yet in a FROM-subquery column."""
-        for call in _agg_calls([e]):
-            if call.func in ("SUM", "AVG", "MIN", "MAX") and any(nullable_subqueries(a) for a in call.args):
-                raise refuse_null(f"{call.func} of a nullable column in a FROM-subquery column", call)
+    def physical(self, outs) -> tuple:
+        """Output variables with the null flag of each nullable one right after it."""
+        return tuple(x for v in outs for x in ((v, self.flags[v]) if v in self.flags else (v,)))
+
+    def renamed(self, expr, outs, want):
+        """expr with outputs `outs` re-exposed as `want`, null flags included (a side without a
+        flag where `want` has one: never NULL, flag 0)."""
+        if tuple(outs) == tuple(want):
+            return expr
+        lifts = []
+        for o, w in zip(outs, want):
+            lifts.append(Lift(w, Value(o)))
+            if w in self.flags:
+                lifts.append(Lift(self.flags[w], Value(self.flags[o] if o in self.flags else Const(0, INT))))
+        return AggSum(self.physical(want), mk_prod([expr] + lifts))
+
+    def refuse_nullable_column(self, out, what: str, q):
+        """A subquery of IN / ALL / SOME whose column can be NULL (unknown matches): refused."""
+        if out in self.flags:
+            raise refuse_null(f"a nullable column as the column of an {what} subquery", q)
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from toaster.recursion import deep
-from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_aggregate, _rename_outputs,
+from toaster.calculus.from_sql import (CalcProgram, Translator, _agg_calls, _is_aggregate,
                                       _unsupported)
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Sum, Value, Var,
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
+from toaster.calculus.null_sql import null_default
 from toaster.calculus.results import NULL_UNLESS, GlobalValue, can_be_null, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.frontend.resolve import same_expr
-from toaster.frontend.nulls import condition_is_nullable, is_nullable, nullable_subqueries, refuse_null
+from toaster.frontend.nulls import condition_is_nullable, is_nullable, nullable_outputs, nullable_subqueries, refuse_null
 from toaster.schema import NULL_FLAG, QueryResult, ResultColumn
 from toaster.types import FLOAT, INT
 
@@ -52,7 +53,7 @@ class _TopLevel:
             body = rows
         else:
             base = tr.body(sel)
-            outs, lifts = tr.target_vars([t.expr for t in sel.targets], None, nulls=True)
+            outs, lifts = tr.target_vars([t.expr for t in sel.targets], None)
             body = mk_prod(base + lifts)
         (count_name, _), = q.value_columns
         outs = self.with_flags(outs)
@@ -88,15 +89,22 @@ class _TopLevel:
         q = self.q
         key_types = [e.type for _, e in q.key_columns]
         (count_name, _), = q.value_columns
-        term = self.operand_term(q.select, key_types)
+        nullable = nullable_outputs(q.select)      # NULL keys: a hidden flag key column each
+        flagged = [i for i, null in enumerate(nullable) if null]
+        self.null_keys = [(i, len(key_types) + j) for j, i in enumerate(flagged)]
+        self.key_flags = dict(self.null_keys)
+        term = self.operand_term(q.select, key_types, flagged)
         keys = tuple(ResultColumn(n, t) for (n, _), t in zip(q.key_columns, key_types))
+        keys += tuple(ResultColumn(q.key_columns[i][0] + NULL_FLAG, INT) for i in flagged)
+        order, limit = self.order_terms(keyed=[e for _, e in q.key_columns])
         return QueryResult(q.name, keys, (ResultColumn(count_name, INT),), tuple(m.name for m in self.maps),
-                           value_terms=(term,))
+                           value_terms=(term,), order_by=order, limit=limit, null_keys=tuple(self.null_keys))
 
-    def operand_term(self, node, key_types):
-        """A result term: the multiplicity of the row's key in the operand (or set operation) node."""
+    def operand_term(self, node, key_types, flagged):
+        """A result term: the multiplicity of the row's key in the operand (or set operation) node
+        (keys: the columns, then the null flags of the `flagged` ones)."""
         if isinstance(node, A.SetOp):
-            a, b = self.operand_term(node.left, key_types), self.operand_term(node.right, key_types)
+            a, b = self.operand_term(node.left, key_types, flagged), self.operand_term(node.right, key_types, flagged)
             # multiplicities are never negative when read, so listmin(1, m) says whether a row is there
             def has(t):
                 return Func("listmin", (Const(1, INT), t), INT)
@@ -110,15 +118,22 @@ class _TopLevel:
                 case "EXCEPT":
                     return Arith("*", (has(a), Arith("-", (Const(1, INT), has(b)), INT)), INT)
             raise _unsupported(f"set operation {node.op}", node)
-        outs, rows = self.tr.rows(replace(node, order_by=(), limit=None))
-        common = tuple(self.tr.fresh("u", t) for t in key_types)
+        tr = self.tr
+        outs, rows = tr.rows(replace(node, order_by=(), limit=None))
+        common = tuple(tr.fresh("u", t) for t in key_types)
+        for i in flagged:
+            tr.flags[common[i]] = tr.fresh("unull", INT)
         n = sum(1 for m in self.maps if m.name.startswith(f"{self.q.name}_OPERAND")) + 1
-        m = self.add_map(f"{self.q.name}_OPERAND{n}", common, _rename_outputs(rows, outs, common))
+        keys = common + tuple(tr.flags[common[i]] for i in flagged)
+        m = self.add_map(f"{self.q.name}_OPERAND{n}", keys, tr.renamed(rows, outs, common))
         if node.limit is None:
             return MapValue(m.name, INT)
         targets = [t.expr for t in node.targets]
         order = tuple((next(i for i, x in enumerate(targets) if same_expr(o.expr, x)), o.descending)
                       for o in node.order_by)
+        for (i, _), o in zip(order, node.order_by):
+            if outs[i] in tr.flags:
+                raise _unsupported("ORDER BY a value that can be NULL", o.expr)
         return TopValue(m.name, order, node.limit, INT)
 
     # ------------------------------------------------------------------ aggregate
@@ -233,6 +248,8 @@ class _TopLevel:
         match e:
             case A.Literal(v, t):
                 return Const(v, t)
+            case A.NullLiteral(_, t):
+                return Func(NULL_UNLESS, (null_default(t), Const(0, INT)), t)
             case A.BinaryOp(op, l, r, _, t):
                 left_ok = zero_ok and op in "*/"
                 right_ok = zero_ok and op == "*"
@@ -307,9 +324,7 @@ class _TopLevel:
         raise _unsupported(f"{type(c).__name__} in HAVING", c)
 
     def order_terms(self, keyed, terms=None) -> tuple[tuple, int | None]:
-        sel = self.q.select
-        if isinstance(sel, A.SetOp):
-            return (), None
+        sel = self.q.select          # a Select, or a whole set operation (its items are key columns)
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
         for (t, _), o in zip(order, sel.order_by):
             if can_be_null(t):

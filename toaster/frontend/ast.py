@@ -30,6 +30,15 @@ class Literal:
 
 
 @dataclass(frozen=True, slots=True)
+class NullLiteral:
+    """SQL's NULL. Typed by its context when resolved (the other operand of an operator or
+    comparison, the other values of COALESCE / NULLIF / CASE / a set-operation column); alone,
+    int (DuckDB materializes a bare NULL column as INTEGER)."""
+    pos: Pos = field(default=NOPOS, compare=False)
+    type: Type | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnRef:
     qualifier: str | None  # alias as written (upper-cased), or None
     name: str
@@ -239,12 +248,15 @@ class OrderItem:
 @dataclass(frozen=True, slots=True)
 class SetOp:
     """left UNION | UNION ALL | INTERSECT | EXCEPT right (standard SQL semantics; UNION is a set
-    union, UNION ALL a bag union)."""
+    union, UNION ALL a bag union), ordered / limited as a whole by order_by / limit (resolved:
+    items naming its output columns, as ColumnRef(None, name, source=None, type))."""
     op: str                # 'UNION' | 'UNION ALL' | 'INTERSECT' | 'EXCEPT'
     left: object
     right: object
     pos: Pos = field(default=NOPOS, compare=False)
     text: str = field(default="", compare=False)
+    order_by: tuple = ()   # tuple[OrderItem]
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,10 @@ subquery over no rows is NULL unless its value is a COUNT: `(SELECT SUM(C) FROM 
 R.B)` with no matching row is NULL. Anything computed from a NULL by arithmetic or a function is
 NULL; a comparison with NULL is unknown (the row is dropped, and NOT keeps it dropped).
 toaster represents "e is not NULL" by guards (toaster.calculus.from_sql.null_guards): a column's
-flag is 0, a subquery's lifted row count is nonzero. A NULL that would reach a place without
-NULL support yet (a CASE value; a subquery's NULL in a key column or function argument) is
-refused (`not supported yet`).
+flag is 0, a subquery's lifted row count is nonzero. A column of a FROM subquery or set-operation
+operand that can be NULL (nullable_outputs) is a nullable column of the derived relation. A NULL
+that would reach a place without NULL support yet (a subquery's NULL in a CASE value or function
+argument; any NULL as an argument of a fallible function) is refused (`not supported yet`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ NULL_AGGREGATES = ("SUM", "AVG", "MIN", "MAX")   # NULL over no rows; COUNT is 0
 
 def refuse_null(what: str, node):
     pos = getattr(node, "pos", None)
-    why = "a nullable column" if "nullable column" in what else "a scalar subquery that can be empty"
+    why = "a nullable column" if "nullable column" in what else "the NULL literal" if what.startswith("NULL ") \
+        else "a scalar subquery that can be empty"
     return UnsupportedError(f"{what} ({why} is NULL there)",
                             line=getattr(pos, "line", None) or None, column=getattr(pos, "column", None) or None)
 
@@ -64,6 +66,8 @@ def nullable_subqueries(e, aggs=None) -> list:
     CASE value or a fallible function's argument; CASE conditions are conditions (guarded where
     they are translated)."""
     def nullable_subquery(n, where):
+        if isinstance(n, A.NullLiteral):
+            return f"NULL as an argument of {where}" if where in _FALLIBLE else ""
         if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
             if where != "arith":
                 return "a scalar subquery that can be empty inside a function argument or a CASE value"
@@ -86,6 +90,11 @@ def _null_sources(e, source, skip=None) -> list:
 
     def walk(n, where: str):
         if skip is not None and n in skip and not (isinstance(n, A.ColumnRef) and n.nullable):
+            if null_key(n) in skip:      # an aggregate or group key that can be NULL there
+                if where == "case" or where in _FALLIBLE:
+                    raise refuse_null(f"an aggregate or group key over a nullable column as an argument of {where}", n)
+                if n not in out:
+                    out.append(n)
             return
         what = source(n, where)
         if what is not None:
@@ -125,6 +134,47 @@ def _null_sources(e, source, skip=None) -> list:
                         out.append(n)
     walk(e, "arith")
     return out
+
+
+def null_key(node) -> tuple:
+    """The key under which a translator's `aggs` (aggregate calls and group expressions -> their
+    values) says that node can be NULL there, and how to guard it (toaster.calculus.null_sql)."""
+    return ("null", node)
+
+
+def null_capable(call) -> bool:
+    """Whether the aggregate call is NULL when its group has no non-NULL argument: SUM / AVG /
+    MIN / MAX of an argument that can be NULL (over no rows at all toaster's SUM is 0, DIALECT.md)."""
+    return call.func in NULL_AGGREGATES and any(nullable_subqueries(a) for a in call.args)
+
+
+def aggregate_skips(sel) -> dict:
+    """For an aggregate select: its aggregate calls and group expressions (computed apart, so
+    the NULL sources inside them are not the targets' own), those that can be NULL marked by
+    null_key -- the frontend's view of the `aggs` a translator passes to nullable_subqueries."""
+    from toaster.frontend.traverse import iter_nodes
+    skip: dict = {}
+    exprs = [t.expr for t in sel.targets] + ([sel.having] if sel.having is not None else [])
+    for e in exprs:
+        for n in iter_nodes(e, into_queries=False):
+            if isinstance(n, A.AggCall):
+                skip[n] = True
+                if null_capable(n):
+                    skip[null_key(n)] = True
+    for g in sel.group_by:
+        skip[g] = True
+        if nullable_subqueries(g):
+            skip[null_key(g)] = True
+    return skip
+
+
+def nullable_outputs(q) -> tuple:
+    """Per output column of a resolved query (a FROM subquery, a set-operation operand): whether
+    it can be NULL. Such a column is carried with a null flag, as a nullable base column is."""
+    if isinstance(q, A.SetOp):
+        return tuple(a or b for a, b in zip(nullable_outputs(q.left), nullable_outputs(q.right)))
+    skip = aggregate_skips(q) if _is_aggregate(q) else None
+    return tuple(bool(nullable_subqueries(t.expr, skip)) for t in q.targets)
 
 
 def condition_is_nullable(c, aggs=None) -> bool:

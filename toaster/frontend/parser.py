@@ -5,7 +5,7 @@ happen here (they need no names or types): BETWEEN -> And(>=, <=); IN (value lis
 equalities; `<>` -> `!=`; ANY -> SOME; NOT over EXISTS / IN (subquery) / LIKE -> their negated
 flag; simple CASE -> searched CASE; EXTRACT(p FROM d) -> date_part('p', d); CAST(x AS t) ->
 cast_t(x); DATE('...') ± INTERVAL 'n' YEAR|MONTH|DAY -> a DATE literal. Constructs that are
-refused by design (outer joins, NULL) raise UnsupportedError at their position.
+refused by design raise UnsupportedError at their position.
 """
 from __future__ import annotations
 
@@ -172,12 +172,23 @@ class _ToAst(Transformer):
     # ----------------------------------------------------------------- queries
     def _setop(self, meta, op, left, right):
         text = self.text[meta.start_pos:meta.end_pos]
-        if isinstance(right, A.Select) and right.limit is not None and not text.rstrip().endswith(")"):
-            # standard SQL (and DuckDB) read a LIMIT after the last, unparenthesized operand as
-            # a LIMIT of the whole set operation, not of that operand
-            _unsupported(f"LIMIT after the last operand of {op} (in SQL it limits the whole {op}; "
-                         "parenthesize the operand to limit it alone)", right.pos)
-        return A.SetOp(op, left, right, _mpos(meta), text)
+        order_by, limit = (), None
+        if (right.order_by or right.limit is not None) and not text.rstrip().endswith(")"):
+            # standard SQL (and DuckDB) read an ORDER BY / LIMIT after the last, unparenthesized
+            # operand as those of the whole set operation, not of that operand
+            order_by, limit = right.order_by, right.limit
+            right = replace(right, order_by=(), limit=None)
+        return A.SetOp(op, left, right, _mpos(meta), text, order_by, limit)
+
+    @v_args(meta=True)
+    def ordered_query(self, meta, children):
+        """`(q1) UNION (q2) ORDER BY ... LIMIT n`: the clauses of the whole statement."""
+        q = children[0]
+        parts = {c[0]: c[1] for c in children[1:] if isinstance(c, tuple)}
+        if q.order_by or q.limit is not None:
+            _unsupported("a second ORDER BY or LIMIT on the same query", _mpos(meta))
+        return replace(q, order_by=parts.get("order", ()), limit=parts.get("limit"),
+                       text=self.text[meta.start_pos:meta.end_pos])
 
     @v_args(meta=True)
     def union(self, meta, children):
@@ -412,7 +423,7 @@ class _ToAst(Transformer):
         return node
 
     def null_lit(self, children):
-        _unsupported("NULL (NULLs)", _pos(children[0]))
+        return A.NullLiteral(_pos(children[0]))
 
     def when_cond(self, children):
         return (children[1], children[3])

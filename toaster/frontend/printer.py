@@ -24,9 +24,10 @@ from toaster.frontend.nulls import is_nullable, nullable_subqueries
 from toaster.frontend import ast as A
 from toaster.frontend.resolve import ResolvedQuery, same_expr
 from toaster.functions import FUNCTIONS, duckdb_sql
-from toaster.types import DATE, STRING, int_to_date
+from toaster.types import BOOL, DATE, FLOAT, INT, STRING, int_to_date
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
+_DUCK_TYPES = {INT: "BIGINT", FLOAT: "DOUBLE", STRING: "VARCHAR", DATE: "DATE", BOOL: "BOOLEAN"}
 
 
 class _Printer:
@@ -55,6 +56,8 @@ class _Printer:
                 if isinstance(v, float):
                     return f"CAST({v!r} AS DOUBLE)" if duck else repr(v)
                 return f"CAST({v} AS BIGINT)" if duck else str(v)
+            case A.NullLiteral(_, t):
+                return f"CAST(NULL AS {_DUCK_TYPES[t]})" if duck and t is not None else "NULL"
             case A.ColumnRef(q, n, _, src):
                 qual = src or q
                 return f"{self.name(qual)}.{self.name(n)}" if qual else self.name(n)
@@ -174,7 +177,13 @@ class _Printer:
 
     def query(self, q, with_order: bool = True, sql_nulls: bool = False) -> str:
         if isinstance(q, A.SetOp):
-            return f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
+            out = f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
+            if with_order and q.order_by:
+                out += " ORDER BY " + ", ".join(self.expr(o.expr) + (" DESC" if o.descending else "")
+                                                for o in q.order_by)
+            if with_order and q.limit is not None:
+                out += f" LIMIT {q.limit}"
+            return out
         return self.select(q, with_order, sql_nulls=sql_nulls)
 
     def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None,
@@ -257,12 +266,13 @@ def oracle_sql(q: ResolvedQuery) -> str:
         count = p.name(q.value_columns[0][0])
         out = (f"SELECT {', '.join(names)}, COUNT(*) AS {count} FROM ({inner}) AS \"__T\" "
                f"GROUP BY {', '.join(names)}")
-        order = []
         if isinstance(sel, A.Select):
             order = [(_position(o.expr, [t.expr for t in sel.targets]), o.descending) for o in sel.order_by]
+        else:
+            order = [(_position(o.expr, [e for _, e in q.key_columns]), o.descending) for o in sel.order_by]
     if order:
         out += " ORDER BY " + ", ".join(f"{i}{' DESC' if d else ''}" for i, d in order)
-    if isinstance(sel, A.Select) and sel.limit is not None:
+    if sel.limit is not None:
         out += f" LIMIT {sel.limit}"
     return out
 

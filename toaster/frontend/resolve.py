@@ -20,13 +20,15 @@ at any depth, is normalized (see the lead's contract in the ResolvedQuery docstr
 from __future__ import annotations
 
 from toaster.recursion import deep
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, replace
 
 from toaster.errors import SemanticError, UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.traverse import _QUERIES, _kids, _map, check_nesting as _check_nesting, iter_nodes  # noqa: F401
 from toaster.frontend.functions import BUILTINS, NULL_FUNCTIONS, builtin_result_type
-from toaster.types import INT, FLOAT, STRING, Type, promote
+from toaster.frontend.resolve_joins import JoinResolution
+from toaster.frontend.scope import _Scope, _err, _union_type, comparable, output_columns  # noqa: F401
+from toaster.types import INT, FLOAT, STRING, promote
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,6 @@ class ResolvedQuery:
     functions: tuple = ()      # tuple[CreateFunction] of the program
 
 
-def _err(msg: str, node, cls=SemanticError):
-    pos = getattr(node, "pos", A.NOPOS) or A.NOPOS
-    return cls(msg, line=pos.line or None, column=pos.column or None)
-
-
 # ------------------------------------------------------------------ generic walking
 
 def same_expr(a, b) -> bool:
@@ -70,75 +67,14 @@ def contains_agg(e) -> bool:
     return any(isinstance(n, A.AggCall) for n in iter_nodes(e, into_queries=False))
 
 
-def output_columns(q) -> tuple:
-    """tuple[(name, Type)] of a resolved Select or SetOp (a SetOp: left names, promoted types)."""
-    if isinstance(q, A.SetOp):
-        left, right = output_columns(q.left), output_columns(q.right)
-        return tuple((n, _union_type(t, u)) for (n, t), (_, u) in zip(left, right))
-    return tuple((t.alias, t.expr.type) for t in q.targets)
-
-
-def _union_type(a: Type, b: Type) -> Type | None:
-    if a.is_numeric and b.is_numeric:
-        return promote(a, b)
-    return a if a == b else None
-
-
-def comparable(a: Type, b: Type) -> bool:
-    return (a.is_numeric and b.is_numeric) or a == b
-
-
-# ------------------------------------------------------------------------ scopes
-
-@dataclass
-class _Source:
-    written: str               # the alias as written in this FROM
-    alias: str                 # program-unique alias
-    columns: tuple             # tuple[(name, Type)]
-    nullable: frozenset = frozenset()   # names of the columns that can hold NULL
-
 
 def _unordered(q):
     return replace(q, order_by=()) if isinstance(q, A.Select) and q.order_by else q
 
 
-class _Scope:
-    def __init__(self, sources: list, parent: "_Scope | None", merged: dict | None = None):
-        self.sources = sources
-        self.parent = parent
-        self.merged = merged or {}   # (alias, column) -> representative, for NATURAL JOIN copies
-
-    def lookup(self, ref: A.ColumnRef) -> A.ColumnRef:
-        scope = self
-        if ref.qualifier is not None:
-            while scope is not None:
-                src = next((s for s in scope.sources if s.written == ref.qualifier), None)
-                if src is not None:
-                    t = dict(src.columns).get(ref.name)
-                    if t is None:
-                        raise _err(f"{ref.qualifier} has no column {ref.name}", ref)
-                    return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
-                scope = scope.parent
-            raise _err(f"unknown relation or alias {ref.qualifier}", ref)
-        while scope is not None:
-            hits = [(s, t) for s in scope.sources for n, t in s.columns if n == ref.name]
-            if len(hits) > 1:
-                reps = {scope.merged.get((s.alias, ref.name), (s.alias, ref.name)) for s, _ in hits}
-                if len(reps) > 1:
-                    raise _err(f"ambiguous column {ref.name} (in {', '.join(s.written for s, _ in hits)})", ref)
-            if hits:
-                src, t = hits[0]
-                return replace(ref, source=src.alias, type=t, nullable=ref.name in src.nullable)
-            scope = scope.parent
-        raise _err(f"unknown column {ref.name}", ref)
-
-    def aliases(self) -> set:
-        return {s.alias for s in self.sources}
-
-
 # ---------------------------------------------------------------------- resolver
 
-class _Resolver:
+class _Resolver(JoinResolution):
     def __init__(self, prog: A.SqlProgram):
         self.relations = {r.name: r for r in prog.relations}
         self.functions = {f.name: f for f in prog.functions}
@@ -185,6 +121,10 @@ class _Resolver:
     def query(self, q, parent: _Scope | None, nested: bool, top_operand: bool = False):
         """top_operand: q is (inside) an operand of the statement's own set operation."""
         if isinstance(q, A.SetOp):
+            if nested and q.limit is not None:
+                raise _err(f"LIMIT on a {q.op} in a subquery or in an operand of another set operation (a top-n is "
+                           "not a view that deltas maintain; toaster applies it only to a top-level result)",
+                           q, UnsupportedError)
             in_top = not nested or top_operand
             left = self.set_operand(q.left, parent, q.op, in_top)
             right = self.set_operand(q.right, parent, q.op, in_top)
@@ -192,9 +132,15 @@ class _Resolver:
             if len(lc) != len(rc):
                 raise _err(f"{q.op} of queries with {len(lc)} and {len(rc)} columns", q)
             for i, ((_, t), (_, u)) in enumerate(zip(lc, rc), start=1):
+                if _null_column(left, i - 1) != _null_column(right, i - 1):    # a bare NULL: the other's type
+                    left, right = _retyped_null_column(left, i - 1, u), _retyped_null_column(right, i - 1, t)
+                    continue
                 if _union_type(t, u) is None:
                     raise _err(f"{q.op} column {i}: cannot combine {t} with {u}", q)
-            return replace(q, left=left, right=right)
+            out = replace(q, left=left, right=right)
+            # ORDER BY alone does not change which rows a subquery has: dropped there
+            order_by = () if nested else tuple(_setop_order_item(o, out) for o in q.order_by)
+            return replace(out, order_by=order_by)
         if nested and q.limit is not None:
             raise _err("LIMIT in a subquery", q, UnsupportedError)
         return self.select(q, parent)
@@ -269,103 +215,6 @@ class _Resolver:
         order_by = tuple(self.order_item(o, scope, new, is_agg) for o in sel.order_by)
         return replace(new, order_by=order_by)
 
-    def outer_join(self, item: A.Join, parent, sources, items, on_conds, merged) -> None:
-        """LEFT / RIGHT / FULL JOIN: the padded side must be one FROM item (a relation or a
-        subquery); its ON condition sees the items to its left, as in SQL. The padded item is
-        wrapped in an OuterJoinItem carrying the ON condition and a NOT EXISTS over a copy of it
-        (no row matches: one row of NULLs), and its columns become nullable above the join."""
-        first = len(sources)
-        self.from_item(item.left, parent, sources, items, on_conds, merged)
-        n_left = len(sources)
-        self.from_item(item.right, parent, sources, items, on_conds, merged)
-        single_left = n_left - first == 1 and isinstance(item.left, (A.RelItem, A.SubqueryItem))
-        if item.kind in ("RIGHT", "FULL") and not single_left:
-            raise _err(f"{item.kind} JOIN whose left side is itself a join (join the others after it)",
-                       item, UnsupportedError)
-        scope = _Scope(list(sources), parent, merged)
-        on = self.cond(item.on, scope, "ON")
-
-        def no_match(original):       # NOT EXISTS (SELECT * FROM <a copy> WHERE on): the copy shadows it
-            q = A.Select((A.Target(A.Star(None, item.pos), None, item.pos),), (original,), item.on, (), pos=item.pos)
-            return self.cond(A.Exists(q, True, item.pos), scope, "ON")
-        if item.kind == "LEFT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[-1], on, no_match(item.right), None, item.pos)
-            items[-1] = wrapped
-            padded = [sources[-1]]
-        elif item.kind == "RIGHT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[first], on, no_match(item.left), None, item.pos)
-            items[first] = wrapped
-            padded = [sources[first]]
-        else:
-            wrapped = A.OuterJoinItem("FULL", items[first], items[-1], on, no_match(item.right),
-                                      no_match(item.left), item.pos)
-            items[first:] = [wrapped]
-            padded = [sources[first], sources[-1]]
-        for src in padded:
-            src.nullable = frozenset(n for n, _ in src.columns)
-
-    def from_item(self, item, parent, sources, items, on_conds, merged) -> None:
-        match item:
-            case A.Join(kind, left, right, on) if kind in ("LEFT", "RIGHT", "FULL"):
-                self.outer_join(item, parent, sources, items, on_conds, merged)
-                return
-            case A.Join(kind, left, right, on):
-                self.from_item(left, parent, sources, items, on_conds, merged)
-                n_left = len(sources)
-                self.from_item(right, parent, sources, items, on_conds, merged)
-                if kind == "NATURAL":
-                    on_conds.extend((True, c) for c in
-                                    _natural_equalities(sources[:n_left], sources[n_left:], merged, item.pos))
-                elif on is not None:
-                    on_conds.append((False, on))
-                return
-            case A.RelItem(relation, written):
-                decl = self.relations.get(relation)
-                if decl is None:
-                    raise _err(f"unknown relation {relation}", item)
-                if relation not in self.visible_relations:
-                    raise _err(f"unknown relation {relation} (it is declared after this statement)", item)
-                columns = tuple((c.name, c.type) for c in decl.logical_columns)
-                nullable = frozenset(c.name for c in decl.logical_columns if c.nullable)
-                new = None
-            case A.SubqueryItem(query, written):
-                new_query = self.query(query, parent, True)
-                columns = output_columns(new_query)
-                nullable = frozenset()     # nullable outputs of FROM subqueries are refused (from_sql)
-                new = new_query
-            case _:
-                raise _err(f"unexpected FROM item {type(item).__name__}", item, UnsupportedError)
-        if any(s.written == written for s in sources):
-            raise _err(f"duplicate relation name {written} in FROM (use aliases)", item)
-        alias = self.unique_alias(written)
-        sources.append(_Source(written, alias, columns, nullable))
-        if isinstance(item, A.RelItem):
-            self.statement_relations.append((alias, decl))
-            items.append(A.RelItem(item.relation, alias, item.pos))
-        else:
-            items.append(A.SubqueryItem(new, alias, item.pos))
-
-    def expand_star(self, star: A.Star, scope: _Scope) -> list:
-        if star.qualifier is None:
-            srcs = scope.sources
-            if not srcs:
-                raise _err("SELECT * without FROM", star)
-        else:
-            srcs = [s for s in scope.sources if s.written == star.qualifier]
-            if not srcs:
-                raise _err(f"unknown relation or alias {star.qualifier}", star)
-        return [A.Target(A.ColumnRef(s.written, n, star.pos, s.alias, t, n in s.nullable), n, star.pos)
-                for s in srcs for n, t in s.columns]
-
-    def every_from_column(self, call: A.AggCall, scope: _Scope) -> tuple:
-        """The arguments of COUNT(DISTINCT) written without any, as DBToaster's parser accepts it:
-        every column of its SELECT's FROM clause (in FROM order, as `*`), so it counts the distinct
-        input rows of the group; every engine then maintains it as COUNT(DISTINCT c1, c2, ...)."""
-        if not scope.sources:
-            raise _err("COUNT(DISTINCT) without an argument needs a FROM clause (it counts distinct input rows)",
-                       call)
-        return tuple(t.expr for t in self.expand_star(A.Star(None, call.pos), scope))
-
     def group_expr(self, g, scope: _Scope, targets):
         if isinstance(g, A.Literal) and g.type == INT:
             if not 1 <= g.value <= len(targets):
@@ -409,10 +258,12 @@ class _Resolver:
         match e:
             case A.Literal():
                 return e
+            case A.NullLiteral():
+                return replace(e, type=e.type or INT)
             case A.ColumnRef():
                 return scope.lookup(e)
             case A.BinaryOp(op, l, r):
-                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                l2, r2 = _typed_nulls([self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)])
                 for side in (l2, r2):
                     if not side.type.is_numeric:
                         raise _err(f"operator {op} needs numbers, got {side.type}", side)
@@ -438,8 +289,10 @@ class _Resolver:
             case A.FuncCall(name, args):
                 return self.func_call(e, tuple(self.expr(a, scope, no_agg) for a in args))
             case A.Case(whens, else_):
-                whens2 = tuple((self.cond(c, scope, no_agg), self.expr(v, scope, no_agg)) for c, v in whens)
-                else2 = self.expr(else_, scope, no_agg) if else_ is not None else None
+                values = _typed_nulls([self.expr(v, scope, no_agg) for _, v in whens] +
+                                      ([self.expr(else_, scope, no_agg)] if else_ is not None else []))
+                whens2 = tuple((self.cond(c, scope, no_agg), v) for (c, _), v in zip(whens, values))
+                else2 = values[-1] if else_ is not None else None
                 types = [v.type for _, v in whens2] + ([else2.type] if else2 is not None else [])
                 if all(t.is_numeric for t in types):
                     t = FLOAT if FLOAT in types else INT
@@ -473,7 +326,11 @@ class _Resolver:
                     raise _err(f"argument {i} of {name.upper()} must be {want}, got {a.type}", a)
             return replace(e, args=args, type=decl.return_type)
         if name in ("coalesce", "ifnull", "nullif"):
-            return self.null_function(e, args)
+            return self.null_function(e, tuple(_typed_nulls(list(args))))
+        for a in args:
+            if isinstance(a, A.NullLiteral):
+                raise _err(f"NULL as an argument of {name.upper()} (its type is unknown; CAST a column instead)",
+                           a, UnsupportedError)
         b = BUILTINS.get(name)
         if b is None:
             if name in NULL_FUNCTIONS:
@@ -511,7 +368,7 @@ class _Resolver:
     def cond(self, c, scope: _Scope, no_agg: str | None):
         match c:
             case A.Comparison(op, l, r):
-                l2, r2 = self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)
+                l2, r2 = _typed_nulls([self.expr(l, scope, no_agg), self.expr(r, scope, no_agg)])
                 if not comparable(l2.type, r2.type):
                     raise _err(f"cannot compare {l2.type} with {r2.type}", c)
                 return replace(c, left=l2, right=r2)
@@ -541,6 +398,65 @@ class _Resolver:
         raise _err(f"unexpected condition {type(c).__name__}", c, UnsupportedError)
 
 
+def _setop_order_item(o: A.OrderItem, q: A.SetOp) -> A.OrderItem:
+    """An ORDER BY item of a whole set operation: a position, an output column's name, or (as
+    DBToaster reads a trailing ORDER BY) a column that the first or last operand selects there.
+    Resolved to ColumnRef(None, name, type) of the output column, as _result's key columns."""
+    cols = output_columns(q)
+    e = o.expr
+    hit = None
+    if isinstance(e, A.Literal) and e.type == INT:
+        if not 1 <= e.value <= len(cols):
+            raise _err(f"ORDER BY position {e.value} is not in the select list", e)
+        hit = e.value - 1
+    elif isinstance(e, A.ColumnRef) and e.qualifier is None and any(n == e.name for n, _ in cols):
+        hit = next(i for i, (n, _) in enumerate(cols) if n == e.name)
+    elif isinstance(e, A.ColumnRef):
+        for side in (_operand(q, "left"), _operand(q, "right")):
+            for i, t in enumerate(side.targets):
+                x = t.expr
+                if isinstance(x, A.ColumnRef) and x.name == e.name and e.qualifier in (None, x.qualifier, x.source):
+                    hit = i if hit is None else hit
+    if hit is None:
+        raise _err(f"ORDER BY of a {q.op} must name one of its result columns (by name or position)", e)
+    name, t = cols[hit]
+    return replace(o, expr=A.ColumnRef(None, name, e.pos, None, t))
+
+
+def _operand(q, side: str) -> A.Select:
+    """The first (left) or last (right) SELECT of a set operation."""
+    while isinstance(q, A.SetOp):
+        q = getattr(q, side)
+    return q
+
+
+def _null_column(q, i: int) -> bool:
+    """Whether output column i of the resolved query is the NULL literal in every operand."""
+    if isinstance(q, A.SetOp):
+        return _null_column(q.left, i) and _null_column(q.right, i)
+    return isinstance(q.targets[i].expr, A.NullLiteral)
+
+
+def _retyped_null_column(q, i: int, t):
+    """q with its NULL-literal output column i typed t (a set operation types it as the other side)."""
+    if isinstance(q, A.SetOp):
+        return replace(q, left=_retyped_null_column(q.left, i, t), right=_retyped_null_column(q.right, i, t))
+    target = q.targets[i]
+    if not isinstance(target.expr, A.NullLiteral):
+        return q
+    targets = q.targets[:i] + (replace(target, expr=replace(target.expr, type=t)),) + q.targets[i + 1:]
+    return replace(q, targets=targets)
+
+
+def _typed_nulls(exprs: list) -> list:
+    """NULL literals among exprs typed as the others (the first typed one that is not a NULL),
+    as SQL types `x + NULL`, `x = NULL`, COALESCE(NULL, x), CASE ... THEN NULL ELSE x."""
+    t = next((e.type for e in exprs if not isinstance(e, A.NullLiteral) and e.type is not None), None)
+    if t is None:
+        return exprs
+    return [replace(e, type=t) if isinstance(e, A.NullLiteral) else e for e in exprs]
+
+
 def _unique_name(name: str, used: set) -> str:
     base, n = name, 2
     while name in used:
@@ -548,26 +464,6 @@ def _unique_name(name: str, used: set) -> str:
         n += 1
     used.add(name)
     return name
-
-
-def _natural_equalities(left: list, right: list, merged: dict, pos) -> list:
-    """NATURAL JOIN: equate every right column with the first same-named left column."""
-    out = []
-    for r in right:
-        for name, t in r.columns:
-            hit = next(((l, u) for l in left for n, u in l.columns if n == name), None)
-            if hit is None:
-                continue
-            l, u = hit
-            if not comparable(t, u):
-                raise _err(f"NATURAL JOIN cannot compare {l.written}.{name} ({u}) with {r.written}.{name} ({t})",
-                           A.Target(None, None, pos))
-            rep = merged.get((l.alias, name), (l.alias, name))
-            merged[(r.alias, name)] = rep
-            merged.setdefault((l.alias, name), rep)
-            out.append(A.Comparison("=", A.ColumnRef(l.written, name, pos, l.alias, u, name in l.nullable),
-                                    A.ColumnRef(r.written, name, pos, r.alias, t, name in r.nullable), pos))
-    return out
 
 
 def _written(ref: A.ColumnRef) -> str:

@@ -11,7 +11,7 @@ all comparison operators, BETWEEN, IN lists, IN / NOT IN / EXISTS / NOT EXISTS s
 comparisons with scalar (aggregate, possibly correlated, NULL when empty unless a COUNT)
 subqueries, comparisons with literal arithmetic (`(0.7 + 0.1) * 5`), CASE, LISTMIN/LISTMAX,
 arithmetic, DISTINCT, GROUP BY (with unselected columns), HAVING, SUM/COUNT/COUNT(DISTINCT)/
-AVG/MIN/MAX and UNION ALL.
+AVG/MIN/MAX and UNION ALL (the NULL variant: also UNION, INTERSECT, EXCEPT).
 
 Values stay exact and defined: conditions compare integer expressions only, or with exact
 constant arithmetic (no rounding
@@ -121,7 +121,7 @@ class _Gen:
                 and bool(set(SCHEMA[lw[0]]) & set(SCHEMA[rw[0]])))
 
     def source(self, allow_subquery: bool) -> tuple[str, _Source]:
-        if allow_subquery and self.budget > 0 and not self.nulls and self.flip(2):
+        if allow_subquery and self.budget > 0 and self.flip(2):
             self.budget -= 1
             alias = self.alias("q")
             body, cols = self.from_subquery()
@@ -270,14 +270,16 @@ class _Gen:
         targets = [f"{self.int_expr(sources, 1)} AS V{i}" for i in range(n)]
         distinct = "DISTINCT " if self.flip(2) else ""
         query = f"SELECT {distinct}{', '.join(targets)} FROM {text}{where}"
-        if self.budget > 0 and not self.nulls and self.flip(1):      # UNION ALL with a same-arity branch
+        if self.budget > 0 and self.flip(1):      # a set operation with a same-arity branch
             self.budget -= 1
-            other = _Gen(self.draw, self.next_id, 0, [])
+            other = _Gen(self.draw, self.next_id, 0, [], self.nulls)
             t2, s2, j2 = other.from_clause(allow_subquery=False)
             w2 = f" WHERE {' AND '.join(j2)}" if j2 else ""
             targets2 = [f"{other.int_expr(s2, 1)} AS V{i}" for i in range(n)]
             self.next_id = other.next_id
-            query += f" UNION ALL SELECT {', '.join(targets2)} FROM {t2}{w2}"
+            # the NULL variant also draws the set operations where NULL matches NULL
+            op = self.choice(("UNION ALL", "UNION", "INTERSECT", "EXCEPT")) if self.nulls else "UNION ALL"
+            query += f" {op} SELECT {', '.join(targets2)} FROM {t2}{w2}"
         return query
 
     def aggregate_select(self, text, sources, where) -> str:
@@ -318,7 +320,7 @@ def select_queries(draw, nulls: bool = False) -> str:
 
 def queries(nulls: bool = False) -> st.SearchStrategy:
     """A whole program: the R/S/T declarations and one random SELECT. nulls: R.B, S.C, T.D are
-    nullable and the SELECT may use IS [NOT] NULL, COALESCE, NULLIF and LEFT/RIGHT/FULL JOIN
-    (no FROM subqueries or UNION ALL, whose NULL columns are not supported yet)."""
+    nullable and the SELECT may use IS [NOT] NULL, COALESCE, NULLIF and LEFT/RIGHT/FULL JOIN; its
+    FROM subqueries and set operations then carry NULL columns."""
     decls = NULL_DECLARATIONS if nulls else DECLARATIONS
     return select_queries(nulls).map(lambda q: decls + "\n" + q + ";\n")

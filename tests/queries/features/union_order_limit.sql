@@ -1,0 +1,10 @@
+-- ORDER BY / LIMIT on a whole set operation (issue 12): after the last operand, with or without
+-- parentheses, as DuckDB parses it; applied when the result is read, as a top-level SELECT's are
+CREATE STREAM R(A int, B int);
+CREATE STREAM S(B int, C int);
+
+(SELECT R.A FROM R) UNION ALL (SELECT S.C FROM S) ORDER BY A LIMIT 3;
+SELECT R.A, R.B FROM R UNION SELECT S.C, S.B FROM S ORDER BY 2 DESC, 1 LIMIT 4;
+SELECT R.B FROM R EXCEPT SELECT S.B FROM S ORDER BY B DESC;
+(SELECT R.A FROM R ORDER BY R.A LIMIT 2) UNION ALL (SELECT S.B FROM S) ORDER BY 1 DESC LIMIT 3;
+SELECT R.A FROM R INTERSECT SELECT S.B FROM S UNION SELECT S.C FROM S ORDER BY A LIMIT 2;
