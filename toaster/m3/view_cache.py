@@ -21,8 +21,9 @@ cache is maintained by two statements per trigger, placed before the statement t
 ΔE is E with M replaced by the update statement's rows (only pure `+=` statements whose rows are
 values of the event, so ΔE is O(1) per key). The first statement is O(|DOM|), the second one
 evaluation of E (O(|M|)), so the event costs O(n) where it cost O(n^2), and the re-evaluation
-reads CACHE[B1_PRICE] in O(1). Tuple-mode programs only: a batch trigger re-evaluates once per
-batch already. Where a pattern does not match exactly (several maps in E, M replaced with `:=`,
+reads CACHE[B1_PRICE] in O(1). Caches are built for tuple-mode programs only (a batch trigger
+re-evaluates once per batch already); in both modes the re-evaluation is decomposed into
+independent loops where its factors share no variable (`decompose`). Where a pattern does not match exactly (several maps in E, M replaced with `:=`,
 update rows that read maps), the program is left as it was.
 """
 from __future__ import annotations
@@ -245,7 +246,7 @@ def _query_prefix(name: str) -> str:
 
 def view_cache(prog: M3Program) -> M3Program:
     if prog.mode != "tuple":
-        return prog
+        return _decompose_range_reevaluations(prog)
     rw = _Rewriter(prog)
     triggers = []
     for t in prog.triggers:
@@ -313,6 +314,31 @@ def _components(fs) -> list:
     if parts:
         parts[0] = tuple(closed) + parts[0]
     return parts or [tuple(closed)]
+
+
+def _decompose_range_reevaluations(prog: M3Program) -> M3Program:
+    """Batch mode: no caches (a batch re-evaluates once), but the re-evaluation of a query with a
+    range-correlated nested aggregate is decomposed, so that independent outer loops are not nested."""
+    def ranged(e) -> bool:
+        return any(isinstance(a, Lift) and _range_aggregate(a, set()) for a in _lifts(e))
+
+    triggers = tuple(Trigger(t.event, tuple(Statement(s.target, s.keys, s.op, decompose(s.rhs))
+                                            if s.op == ":=" and ranged(s.rhs) else s for s in t.statements))
+                     for t in prog.triggers)
+    return prog if triggers == prog.triggers else M3Program(prog.relations, prog.maps, triggers, prog.queries,
+                                                             prog.mode, notes=prog.notes)
+
+
+def _lifts(e):
+    match e:
+        case Prod(fs) | Sum(fs):
+            for f in fs:
+                yield from _lifts(f)
+        case AggSum(_, q):
+            yield from _lifts(q)
+        case Lift(_, q):
+            yield e
+            yield from _lifts(q)
 
 
 def _reads(e, names: set) -> bool:
