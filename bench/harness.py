@@ -22,21 +22,18 @@ run WRONG and it has no rate.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field, asdict
 from typing import Callable
 
-import numpy as np
 
 from toaster.errors import ToasterError, UnsupportedError
 from toaster.runtime.batch import Batch
+from bench.limits import RunTimeout, deadline, hard_limit, peak_memory_mb, reset_peak_memory  # noqa: F401 (re-exported)
 from bench.sparksql import job_count_since, last_job_id
 
 QUERY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "queries")
@@ -190,35 +187,6 @@ def mode_for(backend: str, batch_size: int, mode: str) -> str:
     return "tuple" if batch_size == 1 else "batch"
 
 
-# ------------------------------------------------------------------------------ memory
-def _status_kb(field_name: str) -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def reset_peak_memory() -> int | None:
-    """Reset the resident-set high-water mark; returns the current RSS in kB (None if unknown)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return None
-    return _status_kb("VmRSS")
-
-
-def peak_memory_mb(start_kb: int | None) -> float | None:
-    hwm = _status_kb("VmHWM")
-    if start_kb is None or hwm is None:
-        return None
-    return max(0.0, (hwm - start_kb) / 1024.0)
-
-
 # ------------------------------------------------------------------------------ checking
 class ExpectedResults:
     """DuckDB's answer for the database after the first n events of a query's stream (cached)."""
@@ -266,38 +234,6 @@ def _progress(total: int, desc: str, enabled: bool):
         return None
     return tqdm(total=total, desc=desc, unit="ev", leave=False, file=sys.stderr, mininterval=0.5,
                 dynamic_ncols=True)
-
-
-class RunTimeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def deadline(seconds: float | None):
-    """Interrupt the block with RunTimeout after `seconds` of wall time (a Python-level signal:
-    native code is interrupted when it returns). A no-op off the main thread or without SIGALRM."""
-    usable = (seconds is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
-    if not usable:
-        yield
-        return
-
-    def fire(signum, frame):
-        raise RunTimeout(f"hard time limit of {seconds:.0f}s reached")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def hard_limit(time_limit: float) -> float:
-    """Wall-time cap of one run (compile + feed + final read): a single slow batch or refresh
-    cannot stall the benchmark."""
-    return 3 * time_limit + 20
 
 
 def run_engine(text: str, backend: str, strategy: str, mode: str, batches: list, tables: list,

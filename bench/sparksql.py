@@ -139,7 +139,8 @@ def run_sparksql(relations, oracle_sql, queries, batches: list, tables: list, ex
                  windows: int = 5, master: str | None = None, progress: bool = False):
     """The Spark SQL baseline: re-run the query after every batch (ingest + query + collect),
     timed in evenly spread windows; the final answer is checked against DuckDB's."""
-    from bench.harness import RunResult, _progress, deadline, hard_limit, replay_windows, RunTimeout
+    from bench.harness import RunResult, _progress, replay_windows
+    from bench.limits import RunTimeout, deadline, hard_limit
     from toaster.backends.spark.session import get_spark
     res = RunResult(**{**asdict(base), "backend": "sparksql", "strategy": "reeval", "mode": "batch"})
     db = None
