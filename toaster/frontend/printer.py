@@ -178,12 +178,7 @@ class _Printer:
     def query(self, q, with_order: bool = True, sql_nulls: bool = False) -> str:
         if isinstance(q, A.SetOp):
             out = f"({self.query(q.left)}) {q.op} ({self.query(q.right)})"
-            if with_order and q.order_by:
-                out += " ORDER BY " + ", ".join(self.expr(o.expr) + (" DESC" if o.descending else "")
-                                                for o in q.order_by)
-            if with_order and q.limit is not None:
-                out += f" LIMIT {q.limit}"
-            return out
+            return out + self.order_limit(q) if with_order else out
         return self.select(q, with_order, sql_nulls=sql_nulls)
 
     def select(self, sel: A.Select, with_order: bool = True, targets: list | None = None,
@@ -202,11 +197,16 @@ class _Printer:
             out += f" GROUP BY {', '.join(self.expr(g) for g in sel.group_by)}"
         if sel.having is not None:
             out += f" HAVING {self.cond(sel.having)}"
-        if with_order and sel.order_by:
+        return out + self.order_limit(sel) if with_order else out
+
+    def order_limit(self, q) -> str:
+        """` ORDER BY ... LIMIT n` of a SELECT or a whole set operation ('' when it has neither)."""
+        out = ""
+        if q.order_by:
             out += " ORDER BY " + ", ".join(self.expr(o.expr) + (" DESC" if o.descending else "")
-                                            for o in sel.order_by)
-        if with_order and sel.limit is not None:
-            out += f" LIMIT {sel.limit}"
+                                            for o in q.order_by)
+        if q.limit is not None:
+            out += f" LIMIT {q.limit}"
         return out
 
 
