@@ -141,8 +141,7 @@ class _Rewriter:
             keys = tuple(Var(f"{v.name}", v.type) for v in x)
             e_def = _map_definition(ydecl, ref)
             d = Var("__dom", INT)
-            dom_def = AggSum(ddecl.keys, ddecl.definition.expr)
-            definition = AggSum(keys, Prod((Lift(d, subst(dom_def, dict(zip(ddecl.keys, keys)))),
+            definition = AggSum(keys, Prod((Lift(d, _map_definition(ddecl, MapRef(ddecl.name, keys, INT), "__D_")),
                                             Cmp("!=", d, Const(0, INT)),
                                             AggSum((), mk_prod((e_def,) + conds)))))
             name = self._fresh(f"{_query_prefix(ref.name)}_cache{len(self.caches) + 1}")
@@ -230,13 +229,13 @@ def _reads_maps(e) -> bool:
     return any(isinstance(a, MapRef) for a in _atoms(e))
 
 
-def _map_definition(decl: MapDecl, ref: MapRef):
-    """decl's definition as an expression over ref's variables (its other variables made fresh)."""
+def _map_definition(decl: MapDecl, ref: MapRef, prefix: str = "__C_"):
+    """decl's definition as an expression over ref's variables (its other variables renamed apart)."""
     body = decl.definition.expr if isinstance(decl.definition, AggSum) else decl.definition
     names = dict(zip(decl.keys, ref.vars))
     for v in all_vars(body):
         if v not in names:
-            names[v] = Var(f"__C_{v.name}", v.type)
+            names[v] = Var(f"{prefix}{v.name}", v.type)
     return AggSum(tuple(ref.vars), subst(body, names))
 
 
