@@ -145,3 +145,15 @@ def test_caches_hold_their_definitions(query):
         assert all(got[k] == pytest.approx(want[k]) for k in want), m.name
         entries += len(want)
     assert entries > 0
+
+
+@pytest.mark.parametrize("query", ["some", "not_exists", "in_subquery_correlated"])
+def test_equality_correlation_through_a_map_key_is_not_cached(query):
+    """Under strategy naive the nested map is keyed by an outer variable too (S_mT1[R_B, T_D] with
+    R_B bound outside): a cache keyed by the range variable alone would be wrong."""
+    comp = compile_file(f"tests/queries/features/{query}.sql", strategy="naive")
+    assert _caches(comp) == []
+    with open(f"tests/queries/features/{query}.sql") as f:
+        sql = f.read()
+    run_differential(sql, "interp", lambda rels: random_stream(rels, seed=4, deletes=True, n_batches=30),
+                     compile=lambda text, mode: compile_sql(text, mode=mode, strategy="naive"))

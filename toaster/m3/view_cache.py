@@ -28,8 +28,8 @@ update rows that read maps), the program is left as it was.
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (INT, AggSum, Cmp, Const, Extremum, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars, expr_type,
-                                 mk_prod, relations)
+from toaster.calculus.ir import (INT, AggSum, Cmp, Const, Extremum, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars,
+                                 expr_type, mk_prod, relations, schema)
 from toaster.calculus.simplify import subst
 from toaster.m3.hoivm import canonical
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
@@ -118,11 +118,13 @@ class _Rewriter:
             out = f"{name}_{n}"
         return out
 
-    def cache_for(self, lift: Lift, outer_refs, bound_args):
+    def cache_for(self, lift: Lift, outer_refs, bound_args, scope: set):
         found = _range_aggregate(lift, bound_args)
         if found is None:
             return None
         ref, conds, x = found
+        if set(ref.vars) & scope:
+            return None                 # a key of M is bound outside: correlated by equality too
         if ref.name in self.replaced or ref.name not in self.maps:
             return None
         for outer in outer_refs:
@@ -154,21 +156,26 @@ class _Rewriter:
         return Lift(lift.var, MapRef(c.decl.name, x, c.decl.type))
 
     # --------------------------------------------------------------- rewriting reads
-    def rewrite(self, e, bound_args: set):
+    def rewrite(self, e, bound_args: set, scope: set | None = None):
+        """e with its range-correlated lifts replaced by cache lookups; `scope`: the variables
+        bound around e (trigger arguments, outputs of enclosing factors)."""
+        scope = set(bound_args) if scope is None else scope
         match e:
             case Prod(fs):
-                fs = tuple(self.rewrite(f, bound_args) for f in fs)
+                outs = [schema(f, bound_args)[1] for f in fs]
+                inner = [scope.union(*(o for k, o in enumerate(outs) if k != i)) for i in range(len(fs))]
+                fs = tuple(self.rewrite(f, bound_args, inner[i]) for i, f in enumerate(fs))
                 outer_refs = [f for f in fs if isinstance(f, MapRef)]
                 out = []
-                for f in fs:
+                for i, f in enumerate(fs):
                     if isinstance(f, Lift) and outer_refs:
-                        f = self.cache_for(f, outer_refs, bound_args) or f
+                        f = self.cache_for(f, outer_refs, bound_args, inner[i]) or f
                     out.append(f)
                 return Prod(tuple(out))
             case Sum(ts):
-                return Sum(tuple(self.rewrite(t, bound_args) for t in ts))
+                return Sum(tuple(self.rewrite(t, bound_args, scope) for t in ts))
             case AggSum(gs, q):
-                return AggSum(gs, self.rewrite(q, bound_args))
+                return AggSum(gs, self.rewrite(q, bound_args, scope))
         return e
 
     # ------------------------------------------------------------ maintaining caches
