@@ -28,6 +28,8 @@ update rows that read maps), the program is left as it was.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from toaster.calculus.ir import (INT, AggSum, Cmp, Const, Extremum, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars,
                                  expr_type, mk_prod, relations, schema)
 from toaster.calculus.simplify import subst
@@ -72,8 +74,8 @@ class _Rewriter:
     def __init__(self, prog: M3Program):
         self.prog = prog
         self.maps = {m.name: m for m in prog.maps}
-        self.doms: dict = {}        # (relation, positions) -> (MapDecl, key vars)
-        self.caches: dict = {}      # canonical key -> CacheSpec
+        self.doms: dict = {}        # (relation, positions) -> (MapDecl, kept by this pass?)
+        self.caches: dict = {}      # (domain, canonical body) -> _Cache
         self.new_maps: list = []
         self.notes: list = []
         self.replaced = {s.target for t in prog.triggers for s in t.statements if s.op == ":="}
@@ -140,14 +142,11 @@ class _Rewriter:
         key = (dom, repr(body))
         if key not in self.caches:
             ddecl, _ = self.doms[dom]
-            keys = tuple(Var(f"{v.name}", v.type) for v in x)
             e_def = _map_definition(ydecl, ref)
-            d = Var("__dom", INT)
-            definition = AggSum(keys, Prod((Lift(d, _map_definition(ddecl, MapRef(ddecl.name, keys, INT), "__D_")),
-                                            Cmp("!=", d, Const(0, INT)),
-                                            AggSum((), mk_prod((e_def,) + conds)))))
+            definition = AggSum(x, Prod(_in_domain(_map_definition(ddecl, MapRef(ddecl.name, x, INT), "__D_"))
+                                        + (AggSum((), mk_prod((e_def,) + conds)),)))
             name = self._fresh(f"{_query_prefix(ref.name)}_cache{len(self.caches) + 1}")
-            decl = MapDecl(name, keys, expr_type(lift.expr), definition)
+            decl = MapDecl(name, x, expr_type(lift.expr), definition)
             self.caches[key] = _Cache(decl, dom, ref, conds, x)
             self.new_maps.append(decl)
             self.notes.append(f"{name}[{', '.join(v.name for v in x)}]: view cache of the range-correlated nested "
@@ -192,7 +191,6 @@ class _Rewriter:
                 out.append(Statement(ddecl.name, keys, "+=", AggSum((), Value(Const(sign, INT)))))
         for c in self.caches.values():
             ddecl, _ = self.doms[c.dom]
-            d = Var("__dom", INT)
             for s in trig.statements:
                 if s.target != c.ref.name:
                     continue
@@ -202,23 +200,31 @@ class _Rewriter:
                     return None
                 # the conditions first, so that keys out of the range are skipped before any work
                 conds = tuple(subst(f, dict(zip(c.ref.vars, s.keys))) for f in c.conds)
-                out.append(Statement(c.decl.name, c.x, "+=", AggSum(c.x, Prod((
-                    Lift(d, MapRef(ddecl.name, c.x, INT)), Cmp("!=", d, Const(0, INT))) + conds + (s.rhs,)))))
+                out.append(Statement(c.decl.name, c.x, "+=", AggSum(c.x, Prod(
+                    _in_domain(MapRef(ddecl.name, c.x, INT)) + conds + (s.rhs,)))))
             if c.dom[0] == trig.event.relation:
                 x0 = tuple(trig.event.args[p] for p in c.dom[1])
                 at = dict(zip(c.x, x0))
-                exact = AggSum((), Prod((Lift(d, MapRef(ddecl.name, x0, INT)), Cmp("!=", d, Const(0, INT)),
-                                         AggSum((), mk_prod((c.ref,) + tuple(subst(f, at) for f in c.conds))))))
+                exact = AggSum((), Prod(_in_domain(MapRef(ddecl.name, x0, INT))
+                                        + (AggSum((), mk_prod((c.ref,) + tuple(subst(f, at) for f in c.conds))),)))
                 minus = Prod((Value(Const(-1, INT)), MapRef(c.decl.name, x0, c.decl.type)))
                 out.append(Statement(c.decl.name, x0, "+=", Sum((exact, minus))))
         return out
 
 
+@dataclass(frozen=True, slots=True)
 class _Cache:
-    __slots__ = ("decl", "dom", "ref", "conds", "x")
+    decl: MapDecl        # the cache map
+    dom: tuple           # its domain's key in _Rewriter.doms: (relation, column positions)
+    ref: MapRef          # the nested sum's map, as the statement reads it
+    conds: tuple         # the nested sum's conditions and values
+    x: tuple             # the correlation variables (the cache's keys)
 
-    def __init__(self, decl, dom, ref, conds, x):
-        self.decl, self.dom, self.ref, self.conds, self.x = decl, dom, ref, conds, x
+
+def _in_domain(count) -> tuple:
+    """Factors keeping the keys where the count (a domain map or its definition) is not 0."""
+    d = Var("__dom", INT)
+    return (Lift(d, count), Cmp("!=", d, Const(0, INT)))
 
 
 def _atoms(e):
