@@ -104,17 +104,26 @@ def test_llvm_to_spark_and_spark_to_interp(comp, stream, spark, tmp_path):
     assert assert_matches_duckdb(comp, interp, stream) > 0
 
 
+def _interp_checkpoint(sql, batches, path) -> None:
+    """A checkpoint written by interp after `batches`."""
+    src = compile_sql(sql).engine("interp")
+    for b in batches:
+        src.apply(b)
+    src.checkpoint(path)
+
+
+def _apply_and_snapshot(engine, batches) -> tuple:
+    """Apply `batches`; the results and the store they live in, to compare after a failed restore."""
+    for b in batches:
+        engine.apply(b)
+    return engine.results(), engine.program.store
+
+
 def test_mismatched_program_is_a_clean_checkpoint_error(comp, stream, spark, tmp_path):
-    other_sql = SQL.replace("MAX(A)", "MIN(A)")
-    interp = compile_sql(other_sql).engine("interp")
-    for b in stream[:4]:
-        interp.apply(b)
-    interp.checkpoint(tmp_path / "other")
+    _interp_checkpoint(SQL.replace("MAX(A)", "MIN(A)"), stream[:4], tmp_path / "other")
     engine = _spark(comp, spark, tmp_path, "m")
     try:
-        for b in stream[:3]:
-            engine.apply(b)
-        before, store = engine.results(), engine.program.store
+        before, store = _apply_and_snapshot(engine, stream[:3])
         with pytest.raises(CheckpointError, match=r"another program: map QUERY_2___SQL_MAX_AGGREGATE_3 is not in the checkpoint"):
             engine.restore(tmp_path / "other")
         assert (engine.results(), engine.program.store) == (before, store)
@@ -129,15 +138,10 @@ def test_mismatched_program_is_a_clean_checkpoint_error(comp, stream, spark, tmp
 
 
 def test_failed_restore_job_leaves_the_engine_as_it_was(comp, stream, spark, tmp_path, monkeypatch):
-    src = compile_sql(SQL).engine("interp")
-    for b in stream[:6]:
-        src.apply(b)
-    src.checkpoint(tmp_path / "c")
+    _interp_checkpoint(SQL, stream[:6], tmp_path / "c")
     engine = _spark(comp, spark, tmp_path, "f")
     try:
-        for b in stream[:3]:
-            engine.apply(b)
-        before, store = engine.results(), engine.program.store
+        before, store = _apply_and_snapshot(engine, stream[:3])
 
         def fails(*args):
             def run(_p, _elements):
