@@ -164,6 +164,10 @@ def dataset_stream(dataset: str, cfg: BenchConfig):
     raise ToasterError(f"unknown dataset {dataset!r} (tpch, finance)")
 
 
+# bench strategies that are HO-IVM with a pass skipped (to measure what the pass buys)
+SKIPPED_PASSES = {"nocache": ("m3_view_cache",), "nofactor": ("m3_factorize",)}
+
+
 def compile_query(text: str, mode: str, strategy: str, master: str | None = None):
     """Compile with a maintenance strategy. Only HO-IVM exists today; a later compile option
     `strategy=` (ivm / rep / naive) is passed through when the pipeline accepts it."""
@@ -171,8 +175,8 @@ def compile_query(text: str, mode: str, strategy: str, master: str | None = None
     kw = {"master": master} if master else {}
     if strategy in (DEFAULT_STRATEGY, "reeval"):
         return compile_sql(text, mode=mode, **kw)
-    if strategy == "nocache":           # HO-IVM without the view caches of m3_view_cache
-        return compile_sql(text, mode=mode, skip=("m3_view_cache",), **kw)
+    if strategy in SKIPPED_PASSES:      # HO-IVM without one optimization pass
+        return compile_sql(text, mode=mode, skip=SKIPPED_PASSES[strategy], **kw)
     try:
         return compile_sql(text, mode=mode, strategy=strategy, **kw)
     except TypeError:
