@@ -352,7 +352,8 @@ def _coefficients(prog: M3Program, pairs: list) -> dict:
 def _try_fuse(prog: M3Program, pairs: list) -> tuple[M3Program | None, list]:
     """The program with `pairs` fused (and statements merged), or (None, pairs to drop)."""
     coef = _coefficients(prog, pairs)
-    unknown = [(a, b) for a, b in pairs if b not in coef]
+    # an integer c keeps integer maps integers and float maps exactly what they summed before
+    unknown = [(a, b) for a, b in pairs if b not in coef or coef[b].denominator != 1]
     if unknown:
         return None, unknown
     ren = {b: a for a, b in pairs}
