@@ -246,6 +246,12 @@ class _Sim:
         self.local = {n: {} for n in self.LOCAL_MAPS}
         self.dist = {n: [{} for _ in range(partitions)] for n in self.DIST_MAPS}
 
+    def begin_batch(self):
+        pass
+
+    def end_batch(self):
+        pass
+
     def begin_trigger(self, delta_name, delta):
         self.local[delta_name] = delta
 
