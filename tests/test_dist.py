@@ -357,3 +357,11 @@ SELECT COUNT(*) FROM R;"""
     assert [m for m, _ in _blocks(compile_sql(count, mode="batch").stage("dist"))] == ["local"]
     self_join = compile_sql(SELF_JOIN, mode="batch").stage("dist")      # its maps are partitioned
     assert any(isinstance(m.tag, Dist) for m in self_join.maps if m.kind == "view")
+
+
+def test_explain_plans_one_job_per_batch_of_every_stream():
+    """--explain's job counts are the runtime's own decisions, dry-run without Spark."""
+    from toaster.backends.spark.engine import explain_jobs
+    text = explain_jobs(compile_sql(JOIN3, mode="batch").stage("spark"))
+    assert "a batch of every stream (R, S, T): 1 job(s)" in text
+    assert "1 job(s), 1 stage(s)" in explain_jobs(compile_sql(GLOBAL_SUM, mode="batch").stage("spark"))

@@ -35,6 +35,24 @@ def load_program_module(source: str) -> types.ModuleType:
     return mod
 
 
+def explain_jobs(program: SparkProgram) -> str:
+    """The Spark jobs and stages a batch runs, planned from the generated program (--explain)."""
+    from toaster.backends.spark.runtime import planned_counts
+    cls = load_program_module(program.source).Program
+    rels = [r for r in program.relations if r.name in cls.TRIGGERS]
+    streams = [r.name for r in rels if r.kind != "table"]
+    lines = ["spark jobs per batch (planned; plus one snapshot job every checkpoint interval):"]
+    if streams:
+        jobs, stages = planned_counts(cls, streams)
+        lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
+    for r in rels:
+        jobs, stages = planned_counts(cls, [r.name])
+        lines.append(f"  {r.name} alone: {jobs} job(s), {stages} stage(s)")
+    if not rels:
+        lines.append("  no triggers: no job")
+    return "\n".join(lines)
+
+
 class SparkEngine(Engine):
     """SparkEngine(m3_program | dist_program | spark_program | source, relations=, queries=, ...).
 

@@ -418,6 +418,42 @@ class DistRuntime:
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
 
 
+class _DryRun:
+    """Mixed in before a generated Program: plans batches without Spark, counting the jobs and
+    stages the real runtime would run (the decisions depend on the program, not the data)."""
+
+    def __init__(self, partitions: int = 2):
+        self.partitions, self.checkpoint_every = partitions, 0
+        self.root = self.store = ""
+        self.batches = self.seq = self.jobs_last_batch = self.stages_last_batch = 0
+        self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
+        self.views = {n: _ViewLog() for n in self.DIST_MAPS}
+        self._batch, self._jobs = None, 0
+        self._reset_plan()
+
+    def _job_clock(self) -> int:
+        return self._jobs
+
+    def _run_job(self, more_follow: bool) -> None:
+        self._jobs += 1
+        self._batch["stages"] += len(self._stages) + (self._carried is not None)
+        for t in self._pending_gathers():
+            self.local[t] = {}
+        self._carried = True if more_follow else None
+        self._stages, self._scattered = [], [[] for _ in range(self.partitions)]
+
+
+def planned_counts(program_cls, relations) -> tuple[int, int]:
+    """(jobs, Spark stages) one batch over `relations` (in this order) runs, not counting the
+    periodic snapshot job."""
+    prog = type("DryRun", (_DryRun, program_cls), {})()
+    prog.begin_batch()
+    for r in relations:
+        getattr(prog, prog.TRIGGERS[r])({})
+    prog.end_batch()
+    return prog.jobs_last_batch, prog.stages_last_batch
+
+
 def _records(element):
     return element[1]
 
