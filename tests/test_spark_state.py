@@ -135,3 +135,23 @@ def test_global_aggregate_is_distributed_one_job_per_batch(spark, tmp_path):
     finally:
         engine.close()
         oracle.close()
+
+
+def test_apply_many_checks_every_batch_first_and_equals_one_after_another():
+    """Engine.apply_many (the entry point spark plans as one job) on the reference engine: the
+    same views as apply one after another; a malformed batch rejects the whole step."""
+    from toaster.errors import InputError
+    comp = compile_sql(JOIN3, mode="batch")
+    rels = {r.name: r for r in comp.m3.relations}
+    together, apart = comp.engine("interp"), comp.engine("interp")
+    batches = random_stream(comp.m3.relations, seed=4, n_batches=12, max_batch=5, deletes=True)
+    for group in _groups(batches, 3):
+        together.apply_many(group)
+        for b in group:
+            apart.apply(b)
+        assert together.results() == apart.results()
+    before = together.results()
+    bad = Batch.from_rows("NOPE", rels["T"].types, [(1, 1)])      # an unknown relation
+    with pytest.raises(InputError):
+        together.apply_many([Batch.from_rows("R", rels["R"].types, [(5, 1)]), bad])
+    assert together.results() == before

@@ -18,8 +18,9 @@ run after it, in program order. Only a Scatter of a map such a waiting block wri
 fills) needs the job's result before the plan can go on: then the batch takes a second job.
 
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
-same job reads (a later trigger's scattered batch rides along from the first stage). Per-batch work is O(batch): tasks update their partition's views in place and
-log the changed entries; every `checkpoint_every` triggers one more job snapshots the views and
+same job reads (a later trigger's scattered batch rides along from the first stage). Per-batch
+work is O(batch): tasks update their partition's views in place and log the changed entries;
+every `checkpoint_every` triggers one more job snapshots the views and
 drops the log they replace. A batch that fails anywhere (an integer overflow, a failed job, the
 second job of a two-job batch) is undone as a whole, every relation of it: the views' versions
 go back to those before it, so executors rebuild them from the durable copy, and the driver's
