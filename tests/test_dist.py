@@ -13,7 +13,7 @@ from toaster.dist.printer import print_dist
 from toaster.backends.spark import worker
 from toaster.dist.blocks import dist_blocks, dist_fuse, fuse_blocks
 from toaster.backends.spark.codegen import dist_to_spark
-from toaster.dist.ir import (LOCAL, RANDOM, Dist, DistMap, DistStatement, Exchange, Block,
+from toaster.dist.ir import (LOCAL, RANDOM, Dist, Local, Random, DistMap, DistStatement, Exchange, Block,
                                             Repart, Scatter, Gather, IllFormed, tag_of, verify, transformer_count)
 from toaster.backends.spark.engine import load_program_module
 from toaster.dist.placement import m3_to_dist, choose_partitioning
@@ -42,6 +42,8 @@ SELECT COUNT(*) FROM R r1, R r2 WHERE r1.B = r2.B;"""
 NESTED = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
 CREATE STREAM S(B int, C int) FROM FILE 's.csv' LINE DELIMITED csv;
 SELECT R.B, SUM(R.A * S.C) FROM R, S WHERE R.B = S.B AND S.C < 3 GROUP BY R.B;"""
+GLOBAL_SUM = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
+SELECT SUM(A * B) FROM R WHERE A > 2 AND B < 8;"""
 
 
 def hand_group_sum() -> M3Program:
@@ -179,7 +181,7 @@ def test_simplifier_keeps_needed_transformers_and_pure_factors_it_cannot_move():
     assert _simp(e) == e      # {B} needs B, which only MA binds
 
 
-@pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED])
+@pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED, GLOBAL_SUM])
 def test_every_stage_is_well_formed_and_simplify_never_adds_transformers(sql):
     m3 = compile_sql(sql, mode="batch").m3
     tagged = m3_to_dist(m3)
@@ -243,6 +245,12 @@ class _Sim:
         self.partitions = partitions
         self.local = {n: {} for n in self.LOCAL_MAPS}
         self.dist = {n: [{} for _ in range(partitions)] for n in self.DIST_MAPS}
+
+    def begin_batch(self):
+        pass
+
+    def end_batch(self):
+        pass
 
     def begin_trigger(self, delta_name, delta):
         self.local[delta_name] = delta
@@ -309,7 +317,7 @@ def _check_stream(sql, partitions, partitioning, seed):
             assert sim.read_map(m.name) == ref.read_map(m.name), m.name
 
 
-@pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED])
+@pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED, GLOBAL_SUM])
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_simulated_cluster_matches_interp(sql, partitions):
     _check_stream(sql, partitions, None, seed=partitions)
@@ -319,3 +327,41 @@ def test_simulated_cluster_with_every_map_local_and_with_other_partitionings():
     m3 = compile_sql(JOIN3, mode="batch").stage("m3", "distributed")
     _check_stream(JOIN3, 2, {m.name: "local" for m in m3.maps}, seed=5)
     _check_stream(JOIN3, 3, {m.name: [len(m.keys) - 1] for m in m3.maps if m.keys}, seed=6)
+
+
+# ------------------------------------------------ global aggregates: a spread batch
+
+def _blocks(prog, relation="R"):
+    trig = next(t for t in prog.triggers if t.event.relation == relation)
+    return [(b.mode, [type(i).__name__ if isinstance(i, DistStatement) else i.kind for i in b.items])
+            for b in trig.blocks]
+
+
+def test_global_aggregate_spreads_the_batch_partial_sums_one_gather():
+    """No map is partitioned (Q6-like): the batch is Scattered on the columns it uses, summed per
+    partition, and the partial sums Gathered into the driver's view (Hot Dog's Random placement)."""
+    comp = compile_sql(GLOBAL_SUM, mode="batch")
+    prog = comp.stage("dist")
+    assert all(isinstance(m.tag, Local) for m in prog.maps if m.kind == "view")
+    modes = [m for m, _ in _blocks(prog)]
+    assert modes == ["local", "exchange", "dist", "exchange", "local"]
+    assert [items for m, items in _blocks(prog) if m == "exchange"] == [["scatter"], ["gather"]]
+    assert any(isinstance(m.tag, Random) for m in prog.maps if m.kind == "temp")   # the partial sums
+    off = dist_simplify(m3_to_dist(comp.stage("m3", "distributed"), {}, random_batch=False), OPTS)
+    assert [m for m, _ in _blocks(dist_blocks(off, OPTS))] == ["local"]
+
+
+def test_batch_not_spread_when_a_map_is_partitioned_or_nothing_to_hash():
+    count = """CREATE STREAM R(A int, B int) FROM FILE 'r.csv' LINE DELIMITED csv;
+SELECT COUNT(*) FROM R;"""
+    assert [m for m, _ in _blocks(compile_sql(count, mode="batch").stage("dist"))] == ["local"]
+    self_join = compile_sql(SELF_JOIN, mode="batch").stage("dist")      # its maps are partitioned
+    assert any(isinstance(m.tag, Dist) for m in self_join.maps if m.kind == "view")
+
+
+def test_explain_plans_one_job_per_batch_of_every_stream():
+    """--explain's job counts are the runtime's own decisions, dry-run without Spark."""
+    from toaster.backends.spark.engine import explain_jobs
+    text = explain_jobs(compile_sql(JOIN3, mode="batch").stage("spark"))
+    assert "a batch of every stream (R, S, T): 1 job(s)" in text
+    assert "1 job(s), 1 stage(s)" in explain_jobs(compile_sql(GLOBAL_SUM, mode="batch").stage("spark"))

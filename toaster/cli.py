@@ -194,6 +194,9 @@ def run(args) -> int:
         from toaster.m3.explain import explain, to_dot
         if args.explain:
             print(explain(comp.m3))
+            if args.backend == "spark":
+                from toaster.backends.spark.engine import explain_jobs
+                print(explain_jobs(comp.stage("spark")))
         if args.dot and args.dot.lower().endswith((".png", ".svg", ".pdf")):
             from toaster.m3.explain import draw_graph
             draw_graph(comp.m3, args.dot)

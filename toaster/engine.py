@@ -3,6 +3,7 @@
     engine = toaster.compile_sql(sql_text).engine("llvm")   # or "interp", "spark"
     engine.load_table("NATION", rows)                          # static tables first
     engine.apply(Batch.from_rows("R", types, rows, signs))     # a batch of inserts/deletes
+    engine.apply_many([batch_r, batch_s])                      # one step over several relations
     engine.insert("R", (1, 2)); engine.delete("R", (1, 2))    # single tuples
     engine.results()  -> [ResultTable]                          # every SELECT's current view
     engine.read_map("QUERY_1_TOTAL") -> {key tuple: value}     # any materialized map
@@ -96,17 +97,44 @@ class Engine(ABC):
 
     def apply(self, batch: Batch) -> None:
         """Apply a batch atomically (checked and converted first; rejected whole if malformed)."""
+        batch = self._checked(batch, self._streamed)
+        if batch is None:
+            return
+        self._apply(batch)
+        if self._decl(batch.relation).kind != "table":
+            self._streamed = True
+
+    def apply_many(self, batches) -> None:
+        """Apply several batches (one step of a multi-relation stream: a Batch per relation) in
+        order, as one step: the views after it are those after applying them one after another.
+        All are checked first (one malformed batch rejects them all). An engine may run them
+        together: spark plans them into one job and undoes all of them if it fails; the others
+        apply them one after another (each atomic)."""
+        checked, streamed = [], self._streamed
+        for batch in batches:
+            b = self._checked(batch, streamed)
+            if b is not None:
+                checked.append(b)
+                streamed = streamed or self._decl(b.relation).kind != "table"
+        if checked:
+            self._apply_many(checked)
+            self._streamed = streamed
+
+    def _checked(self, batch, streamed: bool) -> Batch | None:
+        """The batch checked and converted (None if empty)."""
         if not isinstance(batch, Batch):
             raise InputError(f"apply() expects a Batch, got {type(batch).__name__}")
         decl = self._decl(batch.relation)
         batch = canonical_batch(decl, physical_batch(decl, batch), self.columns_needed(decl.name))
         if len(batch) == 0:
-            return
-        if decl.kind == "table" and self._streamed:
+            return None
+        if decl.kind == "table" and streamed:
             raise InputError(f"TABLE {decl.name} loaded after stream events (load every table first)")
-        self._apply(batch)
-        if decl.kind != "table":
-            self._streamed = True
+        return batch
+
+    def _apply_many(self, batches: list) -> None:
+        for b in batches:
+            self._apply(b)
 
     def _decl(self, relation: str):
         if not isinstance(relation, str):

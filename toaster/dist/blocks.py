@@ -134,6 +134,8 @@ class _STF:
                 raise UnsupportedError(f"a moved sub-expression of {s.target}'s statement is correlated "
                                        "with its context (distributed mode)")
             used = set(_ordered_vars(_replace(rhs, t, _HOLE))) | set(s.keys)
+            if not isinstance(t, Gather):
+                used |= set(t.parts)        # the partition columns stay (a spread batch: m3_to_dist)
             outs = dist_schema(q, set())[1]
             keys = [v for v in _ordered_vars(q) if v in outs and v in used]
             vtype = expr_type(q, self.maps)

@@ -14,7 +14,15 @@ to right) is placed:
     partition variables, the map is Reparted onto the intermediate's partitioning;
   * at the root the result is brought to the target's location (Gather / Repart / Scatter).
 When no such plan exists (or inside nested aggregates) Dist maps are Gathered whole to the
-driver: correct, but slow. The output is well formed but naive (e.g. it Reparts a result
+driver: correct, but slow.
+
+A program with no partitioned map (global aggregates such as TPC-H Q6) would run entirely on
+the driver. Hot Dog spreads its batch instead (Random): a term that reads only the batch (and
+values) is Scattered on the batch columns it uses (a hash of them spreads the batch evenly, and
+deterministically, so a retried task gets the same slice), aggregated per partition, and the
+partial sums Gathered into the driver's view, all in one job (option `random_batch`).
+
+The output is well formed but naive (e.g. it Reparts a result
 already partitioned right); 'dist_simplify' removes the redundant transformers.
 """
 from __future__ import annotations
@@ -129,8 +137,9 @@ def _move(parts_vars: tuple, factors: list, tag) -> object:
     return Scatter(parts_vars, inner) if isinstance(tag, Local) else Repart(parts_vars, inner)
 
 
-def place_term(term, keys: tuple, target_tag, maps: dict):
-    """The term rewritten with transformers so that it evaluates at target_tag (a var tag)."""
+def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = False):
+    """The term rewritten with transformers so that it evaluates at target_tag (a var tag).
+    random_batch: a term over the batch alone into a driver map is spread over the workers."""
     factors = list(term.factors) if isinstance(term, C.Prod) else [term]
     kinds = []
     for f in factors:
@@ -147,8 +156,30 @@ def place_term(term, keys: tuple, target_tag, maps: dict):
         if plan is not None:
             expr, tag = plan
             return _to_target(C.AggSum(keys, expr), tag, target_tag)
+    elif random_batch and isinstance(target_tag, Local):
+        spread = _spread_batch(factors, kinds, keys)
+        if spread is not None:
+            return Gather(C.AggSum(keys, spread))
     expr = _gather_dist_maps(term, maps)
     return _to_target(C.AggSum(keys, expr) if not isinstance(target_tag, Local) else expr, LOCAL, target_tag)
+
+
+def _spread_batch(factors, kinds, keys):
+    """The product with its batch Scattered on the batch columns the rest uses, or None unless
+    it is one batch times pure values (a self-join of the batch cannot be split so)."""
+    deltas = [f for f in factors if isinstance(f, C.DeltaRel)]
+    if len(deltas) != 1 or any(k not in ("pure", "local") or (k == "local" and f is not deltas[0])
+                               for f, k in zip(factors, kinds)):
+        return None
+    delta = deltas[0]
+    used = set(keys)
+    for f in factors:
+        if f is not delta:
+            used |= C.all_vars(f)
+    parts = tuple(dict.fromkeys(v for v in delta.vars if v in used))
+    if not parts:                       # COUNT(*)-like: one number per batch, nothing to spread
+        return None
+    return _prod([Scatter(parts, delta) if f is delta else f for f in factors])
 
 
 def _to_target(expr, tag, target_tag):
@@ -205,7 +236,7 @@ def _has_dist(e, maps) -> bool:
     return any(isinstance(n, C.MapRef) and not isinstance(maps[n.name].tag, Local) for n in _walk(e))
 
 
-def place_statement(st: Statement, maps: dict) -> list:
+def place_statement(st: Statement, maps: dict, random_batch: bool = False) -> list:
     target = maps[st.target]
     target_tag = map_ref_tag(C.MapRef(st.target, st.keys), maps)
     terms = _terms(st.rhs)
@@ -214,7 +245,7 @@ def place_statement(st: Statement, maps: dict) -> list:
     out = []
     for i, term in enumerate(terms):
         op = st.op if i == 0 else "+="
-        rhs = place_term(term, st.keys, target_tag, maps)
+        rhs = place_term(term, st.keys, target_tag, maps, random_batch)
         out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
     return out
 
@@ -255,22 +286,26 @@ class M3ToDist(Pass):
 
     partitioning: per-map overrides, `MAP:local` (on the driver) or `MAP:0+1` (partitioned by
     those key positions); other maps are partitioned by the key the batch binds most often.
+    random_batch: when no map is partitioned, spread the batch over the workers (partial
+    aggregates there, one Gather); false: aggregate it on the driver.
     """
     name = "m3_to_dist"
     takes = "m3"
     gives = "dist"
     description = "partitioning choice and location tags (Hot Dog §4.1-4.2)"
     partitioning: tuple[str, ...] = ()
+    random_batch: bool = True
 
     def run(self, prog, options):
-        return m3_to_dist(prog, parse_partitioning(self.partitioning))
+        return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch)
 
 
-def m3_to_dist(prog: M3Program, override: dict | None = None) -> DistProgram:
+def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
     tags = choose_partitioning(prog, dict(override or {}))
+    random_batch = random_batch and not any(isinstance(t, Dist) for t in tags.values())
     dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name]) for m in prog.maps)
     maps = {m.name: m for m in dmaps}
     triggers = []
@@ -284,7 +319,7 @@ def m3_to_dist(prog: M3Program, override: dict | None = None) -> DistProgram:
         for st in trig.statements:
             if st.target not in maps:
                 raise UnsupportedError(f"statement writes undeclared map {st.target}")
-            for dst in place_statement(st, maps):
+            for dst in place_statement(st, maps, random_batch):
                 blocks.append(Block(block_mode(dst.loc), (dst,)))
         triggers.append(DistTrigger(trig.event, tuple(blocks)))
     return DistProgram(prog.relations, dmaps, tuple(triggers), prog.queries, stage="tagged")

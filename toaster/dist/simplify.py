@@ -72,6 +72,8 @@ def _rewrite_once(e, maps):
             return q
         case Repart(_, q) | Scatter(_, q) | Gather(q) if isinstance(q, TRANSFORMERS):
             return _compose(e, q.expr, q)
+        case Gather(C.AggSum(_, Scatter())):
+            return None     # a batch spread on purpose: partial aggregates on the workers (m3_to_dist)
         case Repart(_, C.AggSum(gs, q)) | Scatter(_, C.AggSum(gs, q)) | Gather(C.AggSum(gs, q)) \
                 if isinstance(q, TRANSFORMERS):
             composed = _compose(e, C.AggSum(gs, q.expr), q)

@@ -6,12 +6,12 @@ The module holds
     `dist_block_N(m_A, ...)` runs on one partition: it updates the partition's resident views
     in place (see state.py), starts the temps it writes empty, and returns the written maps;
   * `class Program(DistRuntime)` with one method per batch trigger that runs the blocks in
-    order: local blocks on the driver, dist blocks with `self.run_dist`, exchanges with
+    order: local blocks with `self.run_local` (now on the driver, or after the job when they
+    read a Gather's result), dist blocks with `self.run_dist`, exchanges with
     `self.repart / self.scatter / self.gather` (see runtime.py). These calls only plan: the
-    dist blocks and exchanges up to the next `self.sync()` (after an exchange block with a
-    Gather, before the local blocks that read the gathered maps, deferred past the dist work
-    that does not need them) or the end of the trigger run as one Spark job, each dist block one
-    stage, the exchanges of one block one shuffle;
+    dist blocks and exchanges of every trigger of a batch run as one Spark job at its end (a
+    second one only when a Scatter needs a Gather's result), each dist block one stage, the
+    exchanges of one block one shuffle;
   * `if __name__ == '__main__': run_main(Program)` for spark-submit.
 """
 from __future__ import annotations
@@ -100,32 +100,32 @@ class _Gen:
         delta = delta_map_name(rel)
         body = [_self_call("begin_trigger", const(delta), name("delta"))]
         temps = [delta]
-        # A local block after a Gather waits for the job; it is deferred past the dist work that
-        # follows (which cannot read what it writes except through a Scatter), so that the
-        # whole trigger stays one Spark job where the program allows it.
-        deferred, deferred_writes, gathered = [], set(), False
         for b in trig.blocks:
-            if b.mode == "local" and (gathered or deferred):
-                deferred += self.block_calls(b)
-                deferred_writes |= {it.stmt.target for it in b.items}
-            elif b.mode == "exchange" and deferred and any(
-                    ex.kind == "scatter" and ex.source in deferred_writes for ex in b.items):
-                body += [_self_call("sync")] + deferred + self.block_calls(b)
-                deferred, deferred_writes, gathered = [], set(), False
-            else:
-                body += self.block_calls(b)
-            if b.mode == "exchange" and any(ex.kind == "gather" for ex in b.items):
-                gathered = True
+            calls = self.block_calls(b)
+            body += self.local_call(b, calls) if b.mode == "local" else calls
             for it in b.items:
                 t = it.target if isinstance(it, Exchange) else it.stmt.target
                 if self.maps[t].kind == "temp":
                     temps.append(t)
-        if deferred:
-            body += [_self_call("sync", const(False))] + deferred
         body.append(_self_call("end_trigger", _strs(dict.fromkeys(temps))))
         args = ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg("delta")], vararg=None,
                              kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         return ast.FunctionDef(f"on_batch_{rel}", args, body, [], None, type_params=[])
+
+    def local_call(self, block, calls: list) -> list:
+        """A local block's calls wrapped in a closure handed to `self.run_local` with the maps it
+        reads and writes: the runtime runs it at once, or after the batch's job when it reads a
+        Gather's result or must stay after a block that does (so a batch stays one job)."""
+        self.local_calls = getattr(self, "local_calls", 0) + 1
+        fname = f"_local_{self.local_calls}"
+        reads, writes = set(), []
+        for it in block.items:
+            reads |= map_names(it.stmt.rhs)
+            writes.append(it.stmt.target)
+        no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                kwarg=None, defaults=[])
+        fn = ast.FunctionDef(fname, no_args, calls, [], None, type_params=[])
+        return [fn, _self_call("run_local", name(fname), _strs(sorted(reads)), _strs(dict.fromkeys(writes)))]
 
     def module(self) -> ast.Module:
         prog = self.prog

@@ -6,7 +6,7 @@ import re
 import types
 
 from toaster.m3.ir import M3Program
-from toaster.engine import Engine
+from toaster.engine import Engine, net_delta
 from toaster.passes import Options
 from toaster.runtime.batch import Batch
 from toaster.dist.ir import DistProgram
@@ -35,12 +35,31 @@ def load_program_module(source: str) -> types.ModuleType:
     return mod
 
 
+def explain_jobs(program: SparkProgram) -> str:
+    """The Spark jobs and stages a batch runs, planned from the generated program (--explain)."""
+    from toaster.backends.spark.runtime import planned_counts
+    cls = load_program_module(program.source).Program
+    rels = [r for r in program.relations if r.name in cls.TRIGGERS]
+    streams = [r.name for r in rels if r.kind != "table"]
+    lines = ["spark jobs per batch (planned; plus one snapshot job every checkpoint interval):"]
+    if streams:
+        jobs, stages = planned_counts(cls, streams)
+        lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
+    for r in rels:
+        jobs, stages = planned_counts(cls, [r.name])
+        lines.append(f"  {r.name} alone: {jobs} job(s), {stages} stage(s)")
+    if not rels:
+        lines.append("  no triggers: no job")
+    return "\n".join(lines)
+
+
 class SparkEngine(Engine):
     """SparkEngine(m3_program | dist_program | spark_program | source, relations=, queries=, ...).
 
     apply(batch) pre-aggregates the batch on the driver (net multiplicity per tuple) and runs
-    the relation's batch trigger: one Spark job per batch, plus one per Gather that the driver
-    reads before more distributed work (`jobs_last_batch` counts them). Distributed views stay
+    the relation's batch trigger; apply_many(batches) runs the triggers of several relations,
+    in order, as one step: one Spark job for all of them, plus one where a Scatter needs a
+    Gather's result (`jobs_last_batch` counts them). Distributed views stay
     resident in the executors' Python workers; `checkpoint_dir` (a path or URL every executor
     can reach; default a driver-local temp dir, enough for local masters) holds their durable
     copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md). That private log
@@ -76,14 +95,16 @@ class SparkEngine(Engine):
                                            checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
 
     def _apply(self, batch: Batch) -> None:
-        """A batch whose trigger fails (in a task or on the driver) is undone by the runtime
-        (DistRuntime.apply_delta); an integer out of the 64-bit range is IntegerOverflowError."""
-        delta = {}
-        for sign, row in batch.rows():
-            delta[row] = delta.get(row, 0) + sign
-        delta = {k: v for k, v in delta.items() if v != 0}
+        self._apply_many([batch])
+
+    def _apply_many(self, batches: list) -> None:
+        """The batches' triggers, in order, planned into one Spark job (a second only where a
+        Scatter needs a Gather's result). If it fails (in a task or on the driver) the runtime
+        undoes every batch of it (DistRuntime.apply_deltas); an integer out of the 64-bit range
+        is IntegerOverflowError."""
+        deltas = [(b.relation.upper(), net_delta(b)) for b in batches]
         try:
-            self.program.apply_delta(batch.relation.upper(), delta)
+            self.program.apply_deltas(deltas)
         except Exception as e:
             from toaster.backends.spark.worker import OVERFLOW_MARK
             found = re.search(re.escape(OVERFLOW_MARK) + r"\[([^\]]+)\]", str(e))
@@ -94,7 +115,13 @@ class SparkEngine(Engine):
 
     @property
     def jobs_last_batch(self) -> int:
+        """Spark jobs the last apply / apply_many ran (snapshot jobs included)."""
         return self.program.jobs_last_batch
+
+    @property
+    def stages_last_batch(self) -> int:
+        """Spark stages the last apply / apply_many's trigger jobs planned."""
+        return self.program.stages_last_batch
 
     def read_map(self, name: str) -> dict:
         try:

@@ -5,19 +5,26 @@ Dist views are executor-resident, versioned, with a durable copy under `checkpoi
 (state.py). The driver holds no RDD of state, so no lineage grows from batch to batch.
 
 A batch trigger's `scatter / repart / gather / run_dist` calls only plan. The dist blocks between
-two exchanges form a stage; the plan runs as ONE Spark job when the driver needs its result
-(`sync()` after an exchange block with a Gather) or at the end of the trigger:
+two exchanges form a stage; the triggers of all relations of one batch (`apply_deltas`) plan
+into the same stages, in order, and the plan runs as ONE Spark job at the end of the batch:
 
     parallelize(P buckets of the scattered records)           (the batch's slice for each partition)
       -> mapPartitionsWithIndex(stage 1)  -> partitionBy(P)   (all Reparts of one block: one shuffle)
       -> mapPartitionsWithIndex(stage 2)  -> ... -> collect()  (the Gathered records only)
 
+Local blocks run on the driver as they are reached (`run_local`), unless they read a map a
+planned Gather fills, or do not commute with a block already waiting: those wait for the job and
+run after it, in program order. Only a Scatter of a map such a waiting block writes (or a Gather
+fills) needs the job's result before the plan can go on: then the batch takes a second job.
+
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
-same job reads. Per-batch work is O(batch): tasks update their partition's views in place and
-log the changed entries; every `checkpoint_every` batches one more job snapshots the views and
-drops the log they replace. A batch whose trigger fails (an integer overflow, a failed job) is
-undone: the views' versions go back to those before it, so executors rebuild them from the
-durable copy, and the driver's views give back the values they had (IndexedMap.undo).
+same job reads (a later trigger's scattered batch rides along from the first stage). Per-batch
+work is O(batch): tasks update their partition's views in place and log the changed entries;
+every `checkpoint_every` triggers one more job snapshots the views and
+drops the log they replace. A batch that fails anywhere (an integer overflow, a failed job, the
+second job of a two-job batch) is undone as a whole, every relation of it: the views' versions
+go back to those before it, so executors rebuild them from the durable copy, and the driver's
+views give back the values they had (IndexedMap.undo).
 """
 from __future__ import annotations
 
@@ -97,15 +104,18 @@ class DistRuntime:
         self.batches = 0
         self.seq = 0
         self.jobs_last_batch = 0
+        self.stages_last_batch = 0   # Spark stages the batch's jobs planned (snapshot jobs not included)
         self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
         self.views = {n: _ViewLog() for n in self.DIST_MAPS}
+        self._batch = None
         self._reset_plan()
 
     def _reset_plan(self):
         self._stages: list = []
         self._scattered = [[] for _ in range(self.partitions)]   # records for the next job's first stage
-        self._carried = None         # RDD from an earlier job of this trigger, still to be shuffled
+        self._carried = None         # RDD from an earlier job of this batch, still to be shuffled
         self._persisted: list = []
+        self._deferred: list = []    # (fn, reads, writes): local blocks waiting for the job
 
     # ------------------------------------------------------------ planning
     def _open_stage(self) -> _Stage:
@@ -119,35 +129,63 @@ class DistRuntime:
             st = self._open_stage()
         return st
 
-    def begin_trigger(self, delta_name: str, delta: dict) -> None:
-        self._job0 = last_job_id(self.sc)
-        # what a failed batch goes back to: the views' versions, and the driver views' old values
-        self._before = {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}
+    def _job_clock(self) -> int:
+        return last_job_id(self.sc)
+
+    def begin_batch(self) -> None:
+        """Start a batch: the triggers run until end_batch plan into one job."""
+        self._batch = {"job0": self._job_clock(), "triggers0": self.batches, "temps": [], "stages": 0,
+                       # what a failed batch goes back to: the views' versions (the driver's
+                       # views keep their old values in IndexedMap.undo)
+                       "before": {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}}
         for n in self.LOCAL_MAPS:
             self.local[n].undo = {}
+
+    def begin_trigger(self, delta_name: str, delta: dict) -> None:
+        if self._batch is None:        # a trigger called on its own is a batch of one relation
+            self.begin_batch()
+            self._batch["single"] = True
         self.local[delta_name] = delta
 
-    def _abort_trigger(self) -> None:
-        """Undo a batch whose trigger failed: executors rebuild the views at their versions from
-        before it (state.checkout); the driver's views get their old values back."""
-        if getattr(self, "_before", None) is None:      # failed after the batch was applied
+    def _abort_batch(self) -> None:
+        """Undo a batch that failed: executors rebuild the views at their versions from before
+        it (state.checkout); the driver's views get their old values back."""
+        if self._batch is None:        # failed after the batch was applied (its snapshot)
             return
-        for v, (last, snap, logs) in self._before.items():
+        for v, (last, snap, logs) in self._batch["before"].items():
             log = self.views[v]
             log.last, log.snap, log.logs = last, snap, logs
         for n in self.LOCAL_MAPS:
             self.local[n].rollback()
         for n in [n for n in self.local if n not in self.LOCAL_MAPS]:
-            del self.local[n]                 # the batch's delta and temps
+            del self.local[n]                 # the batch's deltas and temps
         for r in self._persisted:
             r.unpersist()
         self._reset_plan()
+        self._batch = None
 
     def _end_undo(self) -> None:
         for n in self.LOCAL_MAPS:
             self.local[n].undo = None
 
+    def run_local(self, fn, reads: tuple, writes: tuple) -> None:
+        """Run a local block now, or, if it needs the job's result or must stay after a block
+        that waits for it, when the job has run."""
+        reads, writes = set(reads), set(writes)
+        if self._stages is None:          # outside a runtime (a simulation): in order
+            fn()
+        elif reads & self._pending_gathers() or any(
+                w & reads or r & writes or w & writes for _, r, w in self._deferred):
+            self._deferred.append((fn, reads, writes))
+        else:
+            fn()
+
+    def _pending_gathers(self) -> set:
+        return {g[0] for st in self._stages for g in st.gathers}
+
     def scatter(self, target: str, source: str, parts: tuple) -> None:
+        if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
+            self._flush(more=True)        # the data to scatter comes from the job: a second job
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
         for p, b in enumerate(buckets):
             self._scattered[p].extend((target, k, v) for k, v in b.items())
@@ -166,27 +204,43 @@ class DistRuntime:
         self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
 
     def sync(self, more: bool = True) -> None:
-        """Run the planned stages as one job; the gathered maps land in self.local.
-        more=False: no dist work follows in this trigger (nothing to carry to a next job)."""
+        """Run what is planned (programs generated before run_local call it before the local
+        blocks that read a Gather). more=False: no dist work follows in this batch."""
+        self._flush(more)
+
+    def _flush(self, more: bool) -> None:
+        """Run the planned stages as one job (the gathered maps land in self.local), then the
+        local blocks that waited for it, in order."""
         if self._stages:
             self._run_job(more_follow=more)
+        waiting, self._deferred = self._deferred, []
+        for fn, _, _ in waiting:
+            fn()
 
     def end_trigger(self, temps: tuple) -> None:
+        self._batch["temps"].extend(temps)
+        self.batches += 1
+        if self._batch.get("single"):
+            self.end_batch()
+
+    def end_batch(self) -> None:
+        """Run the batch's job and the local blocks waiting for it; drop its deltas and temps;
+        snapshot when a multiple of `checkpoint_every` triggers was passed."""
         try:
-            if self._stages:
-                self._run_job(more_follow=False)
+            self._flush(more=False)
         finally:
             for r in self._persisted:
                 r.unpersist()
             self._reset_plan()
-        for t in temps:
+        batch, self._batch = self._batch, None    # applied: a failing snapshot must not undo it
+        for t in batch["temps"]:
             self.local.pop(t, None)
-        self._before = None          # the batch is applied: a failing snapshot must not undo it
         self._end_undo()
-        self.batches += 1
-        if self.checkpoint_every and self.batches % self.checkpoint_every == 0:
+        self.stages_last_batch = batch["stages"]
+        k = self.checkpoint_every
+        if k and self.batches // k > batch["triggers0"] // k:
             self.snapshot()
-        self.jobs_last_batch = last_job_id(self.sc) - self._job0
+        self.jobs_last_batch = self._job_clock() - batch["job0"]      # the snapshot's included
 
     # ----------------------------------------------------------- execution
     def _specs(self, more_follow: bool) -> list:
@@ -224,6 +278,7 @@ class DistRuntime:
             if self._carried is not None:
                 first = self._carried.union(first).partitionBy(P, _identity)
             rdd = first
+            self._batch["stages"] += len(specs) + (self._carried is not None)
             for i, spec in enumerate(specs):
                 if i:
                     rdd = rdd.partitionBy(P, _identity)
@@ -319,16 +374,38 @@ class DistRuntime:
         state.remove_tree(old_root)          # the old history: nothing refers to it now
 
     def apply_delta(self, relation: str, delta: dict) -> None:
-        """Run the relation's batch trigger; if it fails, the batch is undone (_abort_trigger)."""
-        method = self.TRIGGERS.get(relation)
-        if method is not None and delta:
-            try:
+        """Run the relation's batch trigger; if it fails, the batch is undone (_abort_batch)."""
+        self.apply_deltas([(relation, delta)])
+
+    def apply_deltas(self, deltas) -> None:
+        """One batch over several relations: (relation, delta) pairs, their triggers run in this
+        order (each sees the earlier ones' updates) and planned into one job. If anything
+        fails, no view changes: the whole batch is undone."""
+        merged: dict = {}
+        for r, d in deltas:
+            if r in merged:         # a relation twice: one trigger over the sum (the views are a
+                acc = merged[r]     # function of the database, which the order does not change)
+                for k, v in d.items():
+                    x = acc.get(k, 0) + v
+                    if x:
+                        acc[k] = x
+                    else:
+                        acc.pop(k, None)
+            else:
+                merged[r] = dict(d)
+        todo = [(self.TRIGGERS[r], d) for r, d in merged.items() if d and r in self.TRIGGERS]
+        if not todo:
+            return
+        self.begin_batch()
+        try:
+            for method, delta in todo:
                 getattr(self, method)(delta)
-            except BaseException:
-                self._abort_trigger()
-                raise
-            finally:
-                self._end_undo()
+            self.end_batch()
+        except BaseException:
+            self._abort_batch()
+            raise
+        finally:
+            self._end_undo()
 
     def close(self) -> None:
         """Drop the replicas (best effort: processes that run no task here keep theirs until
@@ -340,6 +417,42 @@ class DistRuntime:
             pass
         if self._own_dir and "://" not in self.root:
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
+
+
+class _DryRun:
+    """Mixed in before a generated Program: plans batches without Spark, counting the jobs and
+    stages the real runtime would run (the decisions depend on the program, not the data)."""
+
+    def __init__(self, partitions: int = 2):
+        self.partitions, self.checkpoint_every = partitions, 0
+        self.root = self.store = ""
+        self.batches = self.seq = self.jobs_last_batch = self.stages_last_batch = 0
+        self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
+        self.views = {n: _ViewLog() for n in self.DIST_MAPS}
+        self._batch, self._jobs = None, 0
+        self._reset_plan()
+
+    def _job_clock(self) -> int:
+        return self._jobs
+
+    def _run_job(self, more_follow: bool) -> None:
+        self._jobs += 1
+        self._batch["stages"] += len(self._stages) + (self._carried is not None)
+        for t in self._pending_gathers():
+            self.local[t] = {}
+        self._carried = True if more_follow else None
+        self._stages, self._scattered = [], [[] for _ in range(self.partitions)]
+
+
+def planned_counts(program_cls, relations) -> tuple[int, int]:
+    """(jobs, Spark stages) one batch over `relations` (in this order) runs, not counting the
+    periodic snapshot job."""
+    prog = type("DryRun", (_DryRun, program_cls), {})()
+    prog.begin_batch()
+    for r in relations:
+        getattr(prog, prog.TRIGGERS[r])({})
+    prog.end_batch()
+    return prog.jobs_last_batch, prog.stages_last_batch
 
 
 def _records(element):
