@@ -66,6 +66,10 @@ def _ordered_vars(e) -> list:
             case C.AggSum(gs, q) | Repart(gs, q) | Scatter(gs, q):
                 walk(q)
                 out.extend(gs)
+            case C.Extremum(_, gs, t, q):
+                walk(q)
+                term(t)
+                out.extend(gs)
             case Gather(q):
                 walk(q)
     walk(e)
@@ -90,6 +94,8 @@ def _replace(e, old, new):
             return C.AggSum(gs, _replace(q, old, new))
         case C.Lift(v, q):
             return C.Lift(v, _replace(q, old, new))
+        case C.Extremum(kind, gs, t, q):
+            return C.Extremum(kind, gs, t, _replace(q, old, new))
     return e
 
 
@@ -102,7 +108,7 @@ def _innermost_transformer(e):
                 t = _innermost_transformer(f)
                 if t is not None:
                     return t
-        case C.AggSum(_, q) | C.Lift(_, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
             return _innermost_transformer(q)
     return None
 
