@@ -242,3 +242,16 @@ def test_block_passes_option():
     with pytest.raises(UnsupportedError, match="block_passes"):
         compile_sql(GROUP_SUM, mode="batch",
                     pass_options={"dist_to_spark": {"block_passes": "m3_to_k3,k3_fuse"}}).stage("spark")
+
+
+def test_dump_blocks_prints_each_blocks_imperative_program(capsys):
+    from toaster.pipeline import main
+    from toaster.imperative.parser import parse_imp
+    path = QUERIES / "features" / "agg_min_max_group.sql"
+    assert main([str(path), "--dump-ir", "blocks", "--base-dir", str(QUERIES.parent.parent)]) == 0
+    out = capsys.readouterr().out
+    spark = compiled(path, "batch").stage("spark")
+    assert out.count("-- local_block_") + out.count("-- dist_block_") == len(spark.blocks) > 1
+    for b in spark.blocks:
+        assert str(b) in out
+        assert parse_imp(str(b).split("\n", 1)[1]) == b.imp     # a program the imp stage reads
