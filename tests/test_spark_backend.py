@@ -255,3 +255,37 @@ def test_dump_blocks_prints_each_blocks_imperative_program(capsys):
     for b in spark.blocks:
         assert str(b) in out
         assert parse_imp(str(b).split("\n", 1)[1]) == b.imp     # a program the imp stage reads
+
+
+def test_nested_max_runs_on_the_driver_over_gathered_maps():
+    """TPC-H Q15's AggMax reads distributed maps: they are gathered, the MAX is Local."""
+    from toaster.calculus import ir as C
+    from toaster.dist.ir import Gather, Local, Repart, Scatter, tag_of
+    from toaster.dist.parser import parse_dist
+    from toaster.dist.placement import m3_to_dist
+
+    def nodes(e, gathered=False):
+        yield e, gathered
+        match e:
+            case Gather(q):
+                yield from nodes(q, True)
+            case C.Prod(fs) | C.Sum(fs):
+                for f in fs:
+                    yield from nodes(f, gathered)
+            case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q) | Repart(_, q) | Scatter(_, q):
+                yield from nodes(q, gathered)
+
+    tagged = m3_to_dist(compiled(QUERIES / "tpch" / "q15.sql", "batch").stage("m3", "distributed"))
+    maps = tagged.tags()
+    found = 0
+    for trig in tagged.triggers:
+        for block in trig.blocks:
+            for item in block.items:
+                for x, _ in nodes(item.stmt.rhs):
+                    if isinstance(x, C.Extremum):
+                        found += 1
+                        assert tag_of(x, maps) == Local()
+                        assert all(g or maps[n.name].tag == Local() for n, g in nodes(x.expr)
+                                   if isinstance(n, C.MapRef))
+    assert found
+    assert parse_dist(str(tagged)) == tagged

@@ -25,9 +25,11 @@ from toaster.imperative.printer import print_imp
 from toaster.m3.ir import M3Program, MapDecl, Trigger
 from toaster.passes import Options, PassManager, get_pass
 from toaster.dist.ir import Block, DistProgram, delta_map_name, map_names
-
-# the modules that register BLOCK_PASSES (the registry is filled by importing them)
-import toaster.k3.from_m3, toaster.k3.passes, toaster.imperative.from_k3, toaster.imperative.passes  # noqa: E401,F401,E402
+# the modules whose import registers BLOCK_PASSES
+import toaster.k3.from_m3  # noqa: F401
+import toaster.k3.passes  # noqa: F401
+import toaster.imperative.from_k3  # noqa: F401
+import toaster.imperative.passes  # noqa: F401
 
 BLOCK_PASSES = ("m3_to_k3", "k3_fuse", "k3_cse", "k3_to_imp", "imp_verify")
 
