@@ -289,3 +289,32 @@ def test_nested_max_runs_on_the_driver_over_gathered_maps():
                                    if isinstance(n, C.MapRef))
     assert found
     assert parse_dist(str(tagged)) == tagged
+
+
+@pytest.mark.parametrize("name", ["features/scalar_null_in_aggregate", "features/null_subqueries",
+                                  "features/null_subquery_result", "tpch/q15"])
+def test_no_block_reads_a_temp_made_before_a_write_of_what_it_holds(name):
+    """A trigger that re-evaluates a view after updating the maps it reads must see the new
+    contents: a temp (a moved copy or partial result) computed before a map was written is
+    not read after that write (dist_blocks' common-temp reuse stops at the write)."""
+    from toaster.dist.ir import DistStatement, Exchange, map_names
+    prog = compiled(QUERIES / f"{name}.sql", "batch").stage("dist", "distributed")
+    temps = {m.name for m in prog.maps if m.kind == "temp"}
+    checked = 0
+    for trig in prog.triggers:
+        made, deps, written_at = {}, {}, {}
+        for step, item in enumerate(i for b in trig.blocks for i in b.items):
+            if isinstance(item, Exchange):
+                reads, target = {item.source}, item.target
+            else:
+                reads, target = map_names(item.stmt.rhs), item.stmt.target
+            for r in reads & temps:
+                stale = {m for m in deps.get(r, ()) if written_at.get(m, -1) > made[r]}
+                assert not stale, f"{target} reads {r}, made before {sorted(stale)} were written"
+                checked += 1
+            if target in temps:
+                made[target] = step
+                deps[target] = set().union(*(deps.get(r, {r}) for r in reads)) if reads else set()
+            else:
+                written_at[target] = step
+    assert checked
