@@ -318,3 +318,10 @@ def test_no_block_reads_a_temp_made_before_a_write_of_what_it_holds(name):
             else:
                 written_at[target] = step
     assert checked
+
+
+def test_the_spark_subset_compiles_without_a_refusal():
+    """test_query_suite's spark subset accepts a refusal; none of its queries may refuse."""
+    from test_query_suite import SPARK_SUBSET
+    for path in SPARK_SUBSET:
+        assert "def dist_block_" in compiled(path, "batch").stage("spark").source, path
