@@ -324,4 +324,4 @@ def test_the_spark_subset_compiles_without_a_refusal():
     """test_query_suite's spark subset accepts a refusal; none of its queries may refuse."""
     from test_query_suite import SPARK_SUBSET
     for path in SPARK_SUBSET:
-        assert "def dist_block_" in compiled(path, "batch").stage("spark").source, path
+        assert "class Program" in compiled(path, "batch").stage("spark").source, path
