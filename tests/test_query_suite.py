@@ -264,8 +264,11 @@ SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min
                                                             "exists", "agg_min_in_subquery",
                                                             "agg_count_distinct_all", "union_operand_limit",
                                                             "order_by_generated_name", "null_where",
-                                                            "null_coalesce", "case_string_target")] + \
-               [QUERIES / "tpch" / f"{n}.sql" for n in ("q06", "q17")] + [QUERIES / "finance" / "axf.sql"]
+                                                            "null_coalesce", "case_string_target",
+                                                            "null_join", "outer_left_join", "outer_right_full_join",
+                                                            "scalar_null_in_aggregate")] + \
+               [QUERIES / "tpch" / f"{n}.sql" for n in ("q04", "q06", "q13", "q15", "q17", "q22")] + \
+               [QUERIES / "finance" / "axf.sql"]
 
 
 @pytest.mark.parametrize("mode", ["tuple", "batch"])

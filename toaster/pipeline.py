@@ -42,7 +42,7 @@ BRANCHES = {
 }
 ALL_STAGES = ["sql", "calc", "m3", "k3", "imp", "llvm", "dist", "spark"]
 # printable views derived from a stage (not stages of their own: no pass gives them)
-VIEWS = {"plan": "m3"}
+VIEWS = {"plan": "m3", "blocks": "spark"}   # blocks: each spark block's imperative code
 # the branch that answers `--dump-ir STAGE` for a stage both branches produce
 _HOME = {"sql": "local", "calc": "local", "m3": "local", "k3": "local", "imp": "local", "llvm": "local",
          "dist": "distributed", "spark": "distributed"}
@@ -87,6 +87,8 @@ def print_stage(stage: str, ir) -> str:
         case "dist":
             from toaster.dist.printer import print_dist
             return print_dist(ir)
+        case "blocks":
+            return "\n".join(str(b) for b in ir.blocks)
     return str(ir)
 
 

@@ -66,6 +66,10 @@ def _ordered_vars(e) -> list:
             case C.AggSum(gs, q) | Repart(gs, q) | Scatter(gs, q):
                 walk(q)
                 out.extend(gs)
+            case C.Extremum(_, gs, t, q):
+                walk(q)
+                term(t)
+                out.extend(gs)
             case Gather(q):
                 walk(q)
     walk(e)
@@ -90,6 +94,8 @@ def _replace(e, old, new):
             return C.AggSum(gs, _replace(q, old, new))
         case C.Lift(v, q):
             return C.Lift(v, _replace(q, old, new))
+        case C.Extremum(kind, gs, t, q):
+            return C.Extremum(kind, gs, t, _replace(q, old, new))
     return e
 
 
@@ -102,7 +108,7 @@ def _innermost_transformer(e):
                 t = _innermost_transformer(f)
                 if t is not None:
                     return t
-        case C.AggSum(_, q) | C.Lift(_, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
             return _innermost_transformer(q)
     return None
 
@@ -113,6 +119,8 @@ class _STF:
         self.temps = []
         self.counter = 0
         self.memo = {}          # CSE within one trigger: reset per trigger
+        self.memo_reads = {}    # memo key -> the program maps its temp was computed from
+        self.temp_reads = {}    # temp -> the same
 
     def temp(self, keys, type_, tag) -> str:
         self.counter += 1
@@ -151,14 +159,14 @@ class _STF:
                 source = self.memo.get(("compute", rhs_q, src_tag))
                 if source is None:
                     source = self.temp(keys, vtype, self.map_tag(src_tag, keys))
-                    self.memo[("compute", rhs_q, src_tag)] = source
+                    self.remember(("compute", rhs_q, src_tag), source, map_names(rhs_q))
                     out.append(DistStatement(Statement(source, tuple(keys), ":=", rhs_q), src_tag))
             kind = type(t).__name__.lower()
             parts = () if isinstance(t, Gather) else tuple(keys.index(p) for p in t.parts)
             target = self.memo.get((kind, source, parts))
             if target is None:
                 target = self.temp(keys, vtype, LOCAL if isinstance(t, Gather) else Dist(parts))
-                self.memo[(kind, source, parts)] = target
+                self.remember((kind, source, parts), target, {source})
                 out.append(Exchange(kind, target, source, parts))
             rhs = _replace(rhs, t, C.MapRef(target, tuple(keys), vtype))
         loc = tag_of(rhs, self.maps)
@@ -168,7 +176,24 @@ class _STF:
             if loc is None:
                 raise UnsupportedError(f"statement for distributed map {s.target} has no distributed input")
         out.append(DistStatement(Statement(s.target, s.keys, s.op, rhs), loc))
+        self.forget(s.target)
         return out
+
+    def remember(self, key, temp: str, reads: set) -> None:
+        """Memoize a temp with the program maps it reads (through the temps it reads)."""
+        deps = set()
+        for n in reads:
+            deps |= self.temp_reads.get(n, {n})
+        self.memo[key] = temp
+        self.memo_reads[key] = deps
+        self.temp_reads[temp] = deps
+
+    def forget(self, written: str) -> None:
+        """A trigger may read a map after a statement wrote it (a re-evaluation placed after
+        the updates it reads): temps computed from the old contents are not reused."""
+        for key in [k for k, deps in self.memo_reads.items() if written in deps]:
+            del self.memo[key]
+            del self.memo_reads[key]
 
     @staticmethod
     def map_tag(expr_tag, keys):
@@ -233,7 +258,7 @@ def dist_blocks(prog: DistProgram, options=None) -> DistProgram:
     stf = _STF(prog)
     triggers = []
     for trig in prog.triggers:
-        stf.memo = {}
+        stf.memo, stf.memo_reads, stf.temp_reads = {}, {}, {}
         items = []
         for b in trig.blocks:
             for it in b.items:

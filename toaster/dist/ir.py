@@ -162,8 +162,12 @@ def tag_of(e, maps: dict):
             return LOCAL
         case C.Rel(name, _):
             raise UnsupportedError(f"base relation {name} read inside a trigger (distributed mode)")
-        case C.Extremum(kind, _, _, _):
-            raise UnsupportedError(f"a nested {kind.upper()} in the distributed backend")
+        case C.Extremum(kind, gs, _, q):
+            # a minimum is no sum of partial minima: its groups must be whole where it runs
+            t = tag_of(q, maps)
+            if isinstance(t, Random) or (isinstance(t, Dist) and not set(t.parts) <= set(gs)):
+                raise IllFormed(f"a nested {kind.upper()} over a {t} expression")
+            return t
         case C.MapRef():
             return map_ref_tag(e, maps)
         case C.Value() | C.Cmp():
@@ -224,7 +228,7 @@ def transformer_count(e) -> int:
             return 1 + transformer_count(q)
         case C.Prod(fs) | C.Sum(fs):
             return sum(transformer_count(f) for f in fs)
-        case C.AggSum(_, q) | C.Lift(_, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
             return transformer_count(q)
     return 0
 
@@ -236,7 +240,7 @@ def map_names(e) -> set:
             return {n}
         case C.DeltaRel(r, _):
             return {delta_map_name(r)}
-        case Repart(_, q) | Scatter(_, q) | Gather(q) | C.AggSum(_, q) | C.Lift(_, q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
             return map_names(q)
         case C.Prod(fs) | C.Sum(fs):
             out = set()
@@ -259,6 +263,8 @@ def strip_transformers(e):
             return C.AggSum(gs, strip_transformers(q))
         case C.Lift(v, q):
             return C.Lift(v, strip_transformers(q))
+        case C.Extremum(kind, gs, t, q):
+            return C.Extremum(kind, gs, t, strip_transformers(q))
     return e
 
 

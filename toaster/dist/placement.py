@@ -49,7 +49,7 @@ def _walk(e):
         case C.Prod(fs) | C.Sum(fs):
             for f in fs:
                 yield from _walk(f)
-        case C.AggSum(_, q) | C.Lift(_, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
             yield from _walk(q)
 
 
@@ -120,6 +120,8 @@ def _gather_dist_maps(e, maps: dict):
             return C.AggSum(gs, _gather_dist_maps(q, maps))
         case C.Lift(v, q):
             return C.Lift(v, _gather_dist_maps(q, maps))
+        case C.Extremum(kind, gs, t, q):
+            return C.Extremum(kind, gs, t, _gather_dist_maps(q, maps))
     return e
 
 

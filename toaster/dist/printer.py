@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from toaster.calculus import ir as C
-from toaster.calculus.printer import print_expr, print_query_result, print_relation, _vars, _typed_vars
+from toaster.calculus.printer import print_expr, print_term, print_query_result, print_relation, _vars, _typed_vars
 from toaster.m3.printer import print_event
 from toaster.dist.ir import (Repart, Scatter, Gather, DistStatement, Exchange, DistProgram,
                                             DistMap)
@@ -37,6 +37,8 @@ def print_dist_expr(e) -> str:
             return f"AggSum([{_vars(gs)}], {print_dist_expr(q)})"
         case C.Lift(v, q):
             return f"({v.name} ^= {print_dist_expr(q)})"
+        case C.Extremum(kind, gs, t, q):
+            return f"Agg{kind.capitalize()}([{_vars(gs)}], {print_term(t)}, {print_dist_expr(q)})"
     return print_expr(e)
 
 

@@ -32,7 +32,7 @@ def _nodes(e):
         case C.Prod(fs) | C.Sum(fs):
             for f in fs:
                 yield from _nodes(f)
-        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q):
+        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q) | C.Extremum(_, _, _, q):
             yield from _nodes(q)
 
 
@@ -125,6 +125,8 @@ def simplify_expr(e, maps):
             e = C.AggSum(gs, simplify_expr(q, maps))
         case C.Lift(v, q):
             e = C.Lift(v, simplify_expr(q, maps))
+        case C.Extremum(kind, gs, t, q):
+            e = C.Extremum(kind, gs, t, simplify_expr(q, maps))
     new = _rewrite_once(e, maps)
     return e if new is None else simplify_expr(new, maps)
 

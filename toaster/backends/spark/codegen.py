@@ -1,8 +1,9 @@
 """Pass 'dist_to_spark': the PySpark driver program, built as a Python `ast` module.
 
 The module holds
-  * one function per statement block, from the block's imperative IR (toaster.backends.spark.
-    lower_local + pygen): `local_block_N(m_A, ...)` updates driver dicts in place;
+  * one function per statement block, from the block's imperative IR (the shared lowering,
+    toaster/backends/spark/blocks.py, then pygen; the function's docstring is that imperative
+    code): `local_block_N(m_A, ...)` updates driver dicts in place;
     `dist_block_N(m_A, ...)` runs on one partition: it updates the partition's resident views
     in place (see state.py), starts the temps it writes empty, and returns the written maps;
   * `class Program(DistRuntime)` with one method per batch trigger that runs the blocks in
@@ -19,12 +20,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from toaster.passes import pass_
-from toaster.types import INT
-from toaster.dist.ir import (Local, Dist, DistProgram, DistStatement, Exchange, delta_map_name,
-                                            map_names)
-from toaster.backends.spark.lower_local import lower_statements
+from toaster.passes import Options, Pass, register
+from toaster.dist.ir import Local, Dist, DistProgram, Exchange, delta_map_name
+from toaster.backends.spark.blocks import BLOCK_PASSES, BlockCode, block_passes, lower_block
 from toaster.backends.spark.pygen import block_function, map_param, name, call, attr_call, const, tuple_of, assign
+from toaster.imperative.printer import print_stmts
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class SparkProgram:
     relations: tuple
     queries: tuple
     dist: DistProgram
+    blocks: tuple = ()     # tuple[BlockCode, ...]: each block's M3 and imperative code
 
     def __str__(self) -> str:
         return self.source
@@ -56,14 +57,20 @@ def _strs(xs) -> ast.Tuple:
 
 
 class _Gen:
-    def __init__(self, prog: DistProgram):
+    def __init__(self, prog: DistProgram, passes=None, options=None):
         self.prog = prog
         self.maps = prog.tags()
-        self.value_types = {m.name: m.type for m in prog.maps}
-        for r in prog.relations:
-            self.value_types[delta_map_name(r.name)] = INT
         self.functions = []
-        self.counter = 0
+        # every statement block through the shared lowering, in program order (by identity:
+        # equal blocks of two triggers read different delta maps)
+        passes = block_passes(BLOCK_PASSES) if passes is None else passes
+        options = options or Options(mode="batch")
+        self.lowered: dict[int, BlockCode] = {}
+        for trig in prog.triggers:
+            for b in trig.blocks:
+                if b.mode != "exchange":
+                    fname = f"{b.mode}_block_{len(self.lowered) + 1}"
+                    self.lowered[id(b)] = lower_block(prog, trig.event.relation, b, fname, passes, options)
 
     def block_calls(self, block) -> list:
         if block.mode == "exchange":
@@ -74,24 +81,18 @@ class _Gen:
                 else:
                     out.append(_self_call(ex.kind, const(ex.target), const(ex.source), tuple_of(map(const, ex.parts))))
             return out
-        stmts = [it.stmt for it in block.items]
-        self.counter += 1
-        fname = f"{block.mode}_block_{self.counter}"
-        body = lower_statements(stmts, self.value_types)
-        written = list(dict.fromkeys(s.target for s in stmts))
-        fresh = [w for w in written if self.maps[w].kind == "temp"]
-        read = set()
-        for s in stmts:
-            read |= map_names(s.rhs)
-        params = sorted((read | set(written)) - set(fresh))
+        code = self.lowered[id(block)]
+        fname, params, fresh, written = code.name, list(code.params), list(code.fresh), list(code.written)
+        scratch = [assign(map_param(t), ast.Dict([], [])) for t in code.scratch]
+        doc = "\n    ".join(print_stmts(code.body, maps={m.name: m for m in code.imp.maps}))
         if block.mode == "local":
-            fn = block_function(fname, params + fresh, [], body, None)
+            fn = block_function(fname, params + fresh, scratch, code.body, None, code.scratch, doc)
             self.functions.append(fn)
             setup = [ast.Assign([ast.Subscript(_self_attr("local"), const(t), ast.Store())], ast.Dict([], []))
                      for t in fresh]
             return setup + [ast.Expr(call(fname, *(_self_map("local", p) for p in params + fresh)))]
-        prologue = [assign(map_param(t), ast.Dict([], [])) for t in fresh]
-        fn = block_function(fname, params, prologue, body, written)
+        prologue = [assign(map_param(t), ast.Dict([], [])) for t in fresh] + scratch
+        fn = block_function(fname, params, prologue, code.body, written, code.scratch, doc)
         self.functions.append(fn)
         return [_self_call("run_dist", name(fname), _strs(params), _strs(written))]
 
@@ -159,14 +160,38 @@ class _Gen:
         return ast.fix_missing_locations(mod)
 
 
-def generate_module(prog: DistProgram) -> ast.Module:
+def generate_module(prog: DistProgram, passes=None, options=None) -> ast.Module:
+    return _generator(prog, passes, options).module()
+
+
+def _generator(prog: DistProgram, passes, options) -> _Gen:
     if prog.stage != "blocks":
         raise ValueError("the PySpark generator reads blocks: run dist_blocks first")
-    return _Gen(prog).module()
+    return _Gen(prog, passes, options)
 
 
-@pass_("dist_to_spark", takes="dist", gives="spark")
-def dist_to_spark(prog: DistProgram, options) -> SparkProgram:
-    """Generate the PySpark driver program (source built with `ast`)."""
-    source = ast.unparse(generate_module(prog)) + "\n"
-    return SparkProgram(source, prog.relations, prog.queries, prog)
+@register
+@dataclass(frozen=True)
+class DistToSpark(Pass):
+    """Generate the PySpark driver program (source built with `ast`).
+
+    block_passes: the passes that lower each statement block from M3 to the imperative IR
+    (the local branch's, after its whole-program M3 rewrites)."""
+    name = "dist_to_spark"
+    takes = "dist"
+    gives = "spark"
+    description = "generate the PySpark driver program (source built with `ast`)"
+    block_passes: tuple[str, ...] = BLOCK_PASSES
+
+    def __post_init__(self):
+        block_passes(self.block_passes)      # unknown names and wrong stages fail at once
+
+    def run(self, prog: DistProgram, options: Options) -> SparkProgram:
+        gen = _generator(prog, block_passes(self.block_passes), Options("batch", options.source_file, options.base_dir))
+        source = ast.unparse(gen.module()) + "\n"
+        return SparkProgram(source, prog.relations, prog.queries, prog, tuple(gen.lowered.values()))
+
+
+def dist_to_spark(prog: DistProgram, options=None) -> SparkProgram:
+    """The pass with its default options (the function earlier versions exported)."""
+    return DistToSpark().run(prog, options or Options(mode="batch"))

@@ -1,13 +1,21 @@
 """Imperative IR -> Python `ast` (the per-partition and driver-side block functions).
 
-Maps are Python dicts from key tuples to numbers, passed to the block function as parameters
-named `m_<MAP>`; an integer sum outside the 64-bit range calls `int64_overflow` (worker.py)
-instead of being stored; zero entries are never stored (MapAdd drops a key whose sum becomes 0), so
-ForEach need not skip zeros. A slice (ForEach with bound positions) reads a secondary index
-taken at the start of its top-level statement with `index_of` (worker.py): views are
-`IndexedMap`s whose indexes are maintained across batches, so a slice costs what it returns;
-temps and deltas (plain dicts, O(batch)) get one built by a scan. A statement that writes the
-map it slices reads a snapshot of (key, value) pairs instead (M3 statements read the pre-state).
+The statements come from the shared lowering (toaster/backends/spark/blocks.py), and their
+meaning is the imp interpreter's (toaster/imperative/interpreter.py), node for node:
+  * maps are Python dicts from key tuples to numbers, passed to the block function as parameters
+    named `m_<MAP>` (the lowering's scratch maps are dicts local to the function); a missing key
+    reads as 0; zero entries are never stored (MapAdd / MapSet drop a key whose value becomes 0),
+    so ForEach need not skip zeros;
+  * '/', casts and function calls are toaster.functions' (`ieee_div`, `scalar_cast`,
+    `scalar_call`, imported by worker.py), comparisons Python's;
+  * integers are 64-bit: an integer `+ - *` whose result leaves the range, or an integer sum
+    stored into a map, calls `int64_overflow(MAP)` (worker.py), which fails the batch naming the
+    map the interpreter would blame (the written map, else the statement's: runtime/int64.py).
+A slice (ForEach with bound positions) reads a secondary index taken at the start of its
+top-level statement with `index_of` (worker.py): views are `IndexedMap`s whose indexes are
+maintained across batches, so a slice costs what it returns; temps and deltas (plain dicts,
+O(batch)) get one built by a scan. A statement that writes the map it slices reads a snapshot
+of (key, value) pairs instead.
 """
 from __future__ import annotations
 
@@ -17,7 +25,9 @@ from collections import Counter
 
 from toaster.errors import UnsupportedError
 from toaster.imperative.ir import (LocalRef, Lit, BinOp, Not, Cast, Call, MapGet, Declare, Assign, If,
-                                   ForEach, MapAdd, MapClear)
+                                   ForEach, MapAdd, MapSet, MapClear)
+from toaster.runtime.int64 import blame_maps, imp_writes
+from toaster.types import INT
 
 _ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _CMP = {"=": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
@@ -52,9 +62,11 @@ def assign(target: str, value) -> ast.Assign:
 
 
 class _PyGen:
-    def __init__(self):
+    def __init__(self, local_maps=()):
         self.counter = 0
         self.indexes = {}     # (map, bound positions) -> index variable of the current statement
+        self.local_maps = set(local_maps)   # scratch maps: an overflow is not blamed on them
+        self.blame = None     # the map an overflow in the current top-level statement names
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -72,8 +84,9 @@ class _PyGen:
                 return const(v)
             case BinOp("/", a, b, _):
                 return call("ieee_div", self.expr(a), self.expr(b))
-            case BinOp(op, a, b, _) if op in _ARITH:
-                return ast.BinOp(self.expr(a), _ARITH[op](), self.expr(b))
+            case BinOp(op, a, b, t) if op in _ARITH:
+                out = ast.BinOp(self.expr(a), _ARITH[op](), self.expr(b))
+                return self.checked(out) if t == INT else out
             case BinOp(op, a, b, _) if op in _CMP:
                 return ast.Compare(self.expr(a), [_CMP[op]()], [self.expr(b)])
             case BinOp("and" | "or" as op, a, b, _):
@@ -89,6 +102,13 @@ class _PyGen:
                 return attr_call(map_param(m), "get", tuple_of(self.expr(k) for k in keys), const(0))
         raise UnsupportedError(f"imperative expression {e!r} in the PySpark backend")
 
+    def checked(self, value: ast.expr) -> ast.expr:
+        """`(_r if INT64_MIN <= (_r := value) <= INT64_MAX else int64_overflow(M))`: the
+        interpreter's 64-bit integer arithmetic (a result out of range fails the batch)."""
+        walrus = ast.NamedExpr(name("_r", ast.Store()), value)
+        ok = ast.Compare(name("INT64_MIN"), [ast.LtE(), ast.LtE()], [walrus, name("INT64_MAX")])
+        return ast.IfExp(ok, name("_r"), call("int64_overflow", const(self.blame)))
+
     # ------------------------------------------------------------- statements
     def block(self, stmts, depth: int) -> list:
         out = []
@@ -99,7 +119,9 @@ class _PyGen:
     def top_level(self, stmts) -> list:
         """Statements of a function body; each gets the secondary indexes its nested slices use."""
         out = []
-        for s in stmts:
+        blames = blame_maps(stmts, lambda st: (m for m in imp_writes(st) if m not in self.local_maps))
+        for s, blame in zip(stmts, blames):
+            self.blame = blame or "?"
             self.indexes = {}
             wanted = []
             _nested_slices(s, 0, wanted)
@@ -132,18 +154,21 @@ class _PyGen:
                 return [ast.If(self.expr(cond), self.block(then, depth), self.block(orelse, depth) if orelse else [])]
             case MapClear(m):
                 return [ast.Expr(attr_call(map_param(m), "clear"))]
-            case MapAdd(m, keys, value):
+            case MapAdd(m, keys, value) | MapSet(m, keys, value):
                 k, v = self.fresh("k"), self.fresh("v")
                 mp = map_param(m)
-                # 64-bit integers: a sum out of range fails the batch (worker.int64_overflow)
-                check = ast.parse(f"if {v}.__class__ is int and ({v} > INT64_MAX or {v} < INT64_MIN): "
-                                  f"int64_overflow({m!r})").body[0]
-                return [assign(k, tuple_of(self.expr(x) for x in keys)),
-                        assign(v, ast.BinOp(attr_call(mp, "get", name(k), const(0)), ast.Add(), self.expr(value))),
-                        check,
-                        ast.If(ast.Compare(name(v), [ast.NotEq()], [const(0)]),
-                               [ast.Assign([ast.Subscript(name(mp), name(k), ast.Store())], name(v))],
-                               [ast.Expr(attr_call(mp, "pop", name(k), const(None)))])]
+                out = [assign(k, tuple_of(self.expr(x) for x in keys))]
+                if isinstance(s, MapAdd):
+                    # 64-bit integers: a sum out of range fails the batch (worker.int64_overflow)
+                    blame = self.blame if m in self.local_maps else m
+                    out += [assign(v, ast.BinOp(attr_call(mp, "get", name(k), const(0)), ast.Add(), self.expr(value))),
+                            ast.parse(f"if {v}.__class__ is int and ({v} > INT64_MAX or {v} < INT64_MIN): "
+                                      f"int64_overflow({blame!r})").body[0]]
+                else:
+                    out.append(assign(v, self.expr(value)))
+                return out + [ast.If(ast.Compare(name(v), [ast.NotEq()], [const(0)]),
+                                     [ast.Assign([ast.Subscript(name(mp), name(k), ast.Store())], name(v))],
+                                     [ast.Expr(attr_call(mp, "pop", name(k), const(None)))])]
             case ForEach():
                 return self.foreach(s, depth)
         raise UnsupportedError(f"imperative statement {type(s).__name__} in the PySpark backend")
@@ -196,7 +221,7 @@ def _nested_slices(s, depth: int, out: list) -> None:
 def _writes(stmts, m: str) -> bool:
     for s in stmts:
         match s:
-            case MapAdd(t, _, _) | MapClear(t) if t == m:
+            case MapAdd(t, _, _) | MapSet(t, _, _) | MapClear(t) if t == m:
                 return True
             case ForEach(_, _, _, _, body) if _writes(body, m):
                 return True
@@ -205,10 +230,13 @@ def _writes(stmts, m: str) -> bool:
     return False
 
 
-def block_function(fname: str, params: list, prologue: list, body_stmts, returns: list | None) -> ast.FunctionDef:
-    """def fname(m_A, m_B, ...): <prologue> <body> [return (m_X, ...)]"""
-    gen = _PyGen()
-    body = list(prologue) + gen.top_level(body_stmts)
+def block_function(fname: str, params: list, prologue: list, body_stmts, returns: list | None,
+                   local_maps=(), doc: str | None = None) -> ast.FunctionDef:
+    """def fname(m_A, m_B, ...): [doc] <prologue> <body> [return (m_X, ...)]
+
+    local_maps: the function's own scratch maps (its prologue creates them)."""
+    gen = _PyGen(local_maps)
+    body = ([ast.Expr(const(doc))] if doc else []) + list(prologue) + gen.top_level(body_stmts)
     if returns is not None:
         body.append(ast.Return(tuple_of(name(map_param(r)) for r in returns)))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(map_param(p)) for p in params], vararg=None,
