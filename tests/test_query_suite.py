@@ -266,7 +266,7 @@ SPARK_SUBSET = [QUERIES / "features" / f"{n}.sql" for n in ("where_or", "agg_min
                                                             "order_by_generated_name", "null_where",
                                                             "null_coalesce", "case_string_target",
                                                             "null_join", "outer_left_join", "outer_right_full_join",
-                                                            "scalar_null_in_aggregate")] + \
+                                                            "scalar_null_in_aggregate", "initial_values")] + \
                [QUERIES / "tpch" / f"{n}.sql" for n in ("q04", "q06", "q13", "q15", "q17", "q22")] + \
                [QUERIES / "finance" / "axf.sql"]
 

@@ -306,16 +306,21 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
-    tags = choose_partitioning(prog, dict(override or {}))
+    override = dict(override or {})
+    for trig in prog.triggers:
+        if trig.event.kind == "ready":
+            # initial values are constants set once on the driver (no batch to partition them by)
+            for st in trig.statements:
+                override.setdefault(st.target, "local")
+    tags = choose_partitioning(prog, override)
     random_batch = random_batch and not any(isinstance(t, Dist) for t in tags.values())
     dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name]) for m in prog.maps)
     maps = {m.name: m for m in dmaps}
     triggers = []
     for trig in prog.triggers:
-        if trig.event.kind == "ready":
-            raise UnsupportedError("initial map values (ON SYSTEM READY: a result that is not empty on the "
-                                   "empty database) on the spark backend")
-        if trig.event.kind != "batch":
+        if trig.event.kind == "ready" and any(not isinstance(tags[st.target], Local) for st in trig.statements):
+            raise UnsupportedError("initial map values (ON SYSTEM READY) of a partitioned map on the spark backend")
+        if trig.event.kind not in ("batch", "ready"):
             raise UnsupportedError(f"{trig.event.kind} trigger in a batch-mode program")
         blocks = []
         for st in trig.statements:

@@ -53,7 +53,8 @@ class BlockCode:
         return self.imp.triggers[0].body
 
     def __str__(self) -> str:
-        return f"-- {self.name} (ON BATCH {self.relation}, {self.mode})\n" + print_imp(self.imp)
+        event = f"ON BATCH {self.relation}" if self.relation else "ON SYSTEM READY"
+        return f"-- {self.name} ({event}, {self.mode})\n" + print_imp(self.imp)
 
 
 def block_m3(prog: DistProgram, relation: str, block: Block) -> M3Program:
@@ -71,7 +72,8 @@ def block_m3(prog: DistProgram, relation: str, block: Block) -> M3Program:
             raise UnsupportedError(f"map {n} read by a statement block is not declared")
         m = maps[n]
         decls.append(MapDecl(m.name, m.keys, m.type, C.MapRef(m.name, m.keys, m.type)))
-    trig = Trigger(Event("batch", relation, ()), stmts)
+    # the ON SYSTEM READY trigger (relation '') sets initial values once, on the driver
+    trig = Trigger(Event("batch", relation, ()) if relation else Event("ready", "", ()), stmts)
     return M3Program(prog.relations, tuple(decls), (trig,), (), mode="batch")
 
 

@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass
 
 from toaster.passes import Options, Pass, register
-from toaster.dist.ir import Local, Dist, DistProgram, Exchange, delta_map_name
+from toaster.dist.ir import Local, Dist, DistProgram, Exchange, delta_map_name, map_names
 from toaster.backends.spark.blocks import BLOCK_PASSES, BlockCode, block_passes, lower_block
 from toaster.backends.spark.pygen import block_function, map_param, name, call, attr_call, const, tuple_of, assign
 from toaster.imperative.printer import print_stmts
@@ -54,6 +54,10 @@ def _self_call(method: str, *args) -> ast.Expr:
 
 def _strs(xs) -> ast.Tuple:
     return tuple_of(const(x) for x in xs)
+
+
+def _method_name(event) -> str:
+    return "on_system_ready" if event.kind == "ready" else f"on_batch_{event.relation}"
 
 
 class _Gen:
@@ -111,7 +115,7 @@ class _Gen:
         body.append(_self_call("end_trigger", _strs(dict.fromkeys(temps))))
         args = ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg("delta")], vararg=None,
                              kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
-        return ast.FunctionDef(f"on_batch_{rel}", args, body, [], None, type_params=[])
+        return ast.FunctionDef(_method_name(trig.event), args, body, [], None, type_params=[])
 
     def local_call(self, block, calls: list) -> list:
         """A local block's calls wrapped in a closure handed to `self.run_local` with the maps it
@@ -131,6 +135,7 @@ class _Gen:
     def module(self) -> ast.Module:
         prog = self.prog
         methods = [self.trigger_method(t) for t in prog.triggers]
+        batch_triggers = [t for t in prog.triggers if t.event.kind == "batch"]
         views = [m for m in prog.maps if m.kind == "view"]
         local_maps = [m.name for m in views if isinstance(m.tag, Local)]
         dist_maps = {m.name: m.tag.parts for m in views if isinstance(m.tag, Dist)}
@@ -140,8 +145,10 @@ class _Gen:
             ast.Assign([name("DIST_MAPS", ast.Store())],
                        ast.Dict([const(k) for k in dist_maps], [tuple_of(map(const, v)) for v in dist_maps.values()])),
             ast.Assign([name("TRIGGERS", ast.Store())],
-                       ast.Dict([const(t.event.relation) for t in prog.triggers],
-                                [const(f"on_batch_{t.event.relation}") for t in prog.triggers])),
+                       ast.Dict([const(t.event.relation) for t in batch_triggers],
+                                [const(_method_name(t.event)) for t in batch_triggers])),
+            ast.Assign([name("READY", ast.Store())],
+                       const(next((_method_name(t.event) for t in prog.triggers if t.event.kind == "ready"), None))),
             ast.Assign([name("MAP_TYPES", ast.Store())],
                        ast.Dict([const(m.name) for m in views],
                                 [tuple_of([_strs(str(k.type) for k in m.keys), const(str(m.type))]) for m in views])),

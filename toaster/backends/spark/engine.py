@@ -93,6 +93,7 @@ class SparkEngine(Engine):
         self.module = load_program_module(source)
         self.program = self.module.Program(spark.sparkContext, partitions=partitions,
                                            checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
+        self.program.start()
 
     def _apply(self, batch: Batch) -> None:
         self._apply_many([batch])

@@ -86,6 +86,7 @@ class DistRuntime:
     LOCAL_MAPS: tuple = ()       # view maps on the driver
     DIST_MAPS: dict = {}         # view map -> partition key positions
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
+    READY: str | None = None     # the ON SYSTEM READY method (initial values), run once by start()
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
@@ -372,6 +373,19 @@ class DistRuntime:
         for n in self.LOCAL_MAPS:
             self.local[n] = IndexedMap({k: v for k, v in tables[n].items() if v != 0})
         state.remove_tree(old_root)          # the old history: nothing refers to it now
+
+    def start(self) -> None:
+        """Set the initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        if self.READY:
+            self.begin_batch()
+            try:
+                getattr(self, self.READY)({})
+                self.end_batch()
+            except BaseException:
+                self._abort_batch()
+                raise
+            finally:
+                self._end_undo()
 
     def apply_delta(self, relation: str, delta: dict) -> None:
         """Run the relation's batch trigger; if it fails, the batch is undone (_abort_batch)."""
