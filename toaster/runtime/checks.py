@@ -47,8 +47,18 @@ def yyyymmdd_ok(v: np.ndarray) -> np.ndarray:
 
 def days_to_yyyymmdd(days: np.ndarray) -> np.ndarray:
     """datetime64[D] (or int day numbers since 1970-01-01) -> int64 YYYYMMDD, vectorized
-    with integer arithmetic (the proleptic Gregorian civil-from-days algorithm)."""
-    z = np.asarray(days).astype("datetime64[D]").view(np.int64) + 719468
+    with integer arithmetic (the proleptic Gregorian civil-from-days algorithm); a column
+    spanning few days (the usual case) converts its range once and looks each value up."""
+    z = np.asarray(days).astype("datetime64[D]").view(np.int64)
+    if len(z) > 1024:
+        lo, hi = int(z.min()), int(z.max())
+        if hi - lo < len(z) // 4:
+            return _civil_from_days(np.arange(lo, hi + 1, dtype=np.int64))[z - lo]
+    return _civil_from_days(z)
+
+
+def _civil_from_days(z: np.ndarray) -> np.ndarray:
+    z = z + 719468
     era = np.floor_divide(z, 146097)
     doe = z - era * 146097                                        # [0, 146096]
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365

@@ -23,33 +23,48 @@ BLOCK_SIZE = 8 << 20      # bytes of a file parsed at a time (Arrow parses one i
 def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[bytes, int]]:
     """(chunk, 1-based number of its first line) for the whole file. Every chunk but the last
     ends with a line break (\\n, \\r or \\r\\n, never split); a line longer than block_size makes
-    its chunk longer. Line numbers count every line, empty ones included (as Python's reader)."""
+    its chunk longer. Line numbers count every line, empty ones included (as Python's reader).
+    The file is read into one reused buffer and each chunk copied out of it once (fresh
+    buffers cost page faults comparable to Arrow's parse of a narrow projection)."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
-    line, rest = 1, b""
+    buf = bytearray(block_size)
+    line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
     while True:
-        data = fh.read(block_size)
-        if not data:
-            if rest:
-                yield rest, line
+        with memoryview(buf) as view:
+            n = fh.readinto(view[have:])
+        if not n:
+            if have:
+                yield _copy(buf, have), line
             return
-        buf = rest + data if rest else data
-        cut = _after_last_break(buf)
-        if cut == 0:                 # no complete line yet: read on
-            rest = buf
+        end = have + n
+        cut = _after_last_break(buf, end)
+        if cut == 0:                   # no complete line yet: read on, in a larger buffer if full
+            have = end
+            if end == len(buf):
+                buf.extend(bytes(len(buf)))
             continue
-        chunk, rest = buf[:cut], buf[cut:]
+        chunk = _copy(buf, cut)
         yield chunk, line
         line += count_breaks(chunk)
+        buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
+        have = end - cut
 
 
-def _after_last_break(buf: bytes) -> int:
-    """Index just after the last line break of buf that is surely complete (0 if none): a '\\r'
-    as the very last byte may be the first half of '\\r\\n'."""
-    return max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1
+def _copy(buf: bytearray, n: int) -> bytes:
+    with memoryview(buf) as view:
+        return bytes(view[:n])
+
+
+def _after_last_break(buf, end: int) -> int:
+    """Index just after the last line break of buf[:end] that is surely complete (0 if none): a
+    '\\r' as the very last byte may be the first half of '\\r\\n'."""
+    return max(buf.rfind(b"\n", 0, end), buf.rfind(b"\r", 0, end - 1)) + 1
 
 
 def count_breaks(data: bytes) -> int:
+    if b"\r" not in data:              # the usual file: one pass (memchr finds no '\r' fast)
+        return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))   # 3x bytes.count
     return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
