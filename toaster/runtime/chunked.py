@@ -29,6 +29,7 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
     if block_size < 1:
         raise ValueError("block_size must be positive")
     buf = bytearray(block_size)
+    scratch = np.empty(block_size, dtype=bool)
     line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
     while True:
         with memoryview(buf) as view:
@@ -46,7 +47,9 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
             continue
         chunk = _copy(buf, cut)
         yield chunk, line
-        line += count_breaks(chunk)
+        if len(scratch) < len(chunk):
+            scratch = np.empty(len(chunk), dtype=bool)
+        line += count_breaks(chunk, scratch)
         buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
         have = end - cut
 
@@ -62,9 +65,12 @@ def _after_last_break(buf, end: int) -> int:
     return max(buf.rfind(b"\n", 0, end), buf.rfind(b"\r", 0, end - 1)) + 1
 
 
-def count_breaks(data: bytes) -> int:
+def count_breaks(data: bytes, scratch: np.ndarray | None = None) -> int:
+    """Line breaks in data; scratch: a reused bool array of at least len(data) (no page faults)."""
     if b"\r" not in data:              # the usual file: one pass (memchr finds no '\r' fast)
-        return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))   # 3x bytes.count
+        raw = np.frombuffer(data, dtype=np.uint8)
+        lf = np.equal(raw, 10, out=None if scratch is None else scratch[:len(raw)])
+        return int(np.count_nonzero(lf))                  # 3x faster than bytes.count
     return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
