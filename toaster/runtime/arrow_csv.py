@@ -200,7 +200,7 @@ def _line_error(decl, line: str, lineno: int, path: str) -> InputError:
 
 
 def _batch(decl, signs, columns, seq) -> Batch:
-    return Batch(decl.name, signs, tuple(columns), seq)
+    return Batch(decl.name, signs, tuple(columns), seq, checked=True)
 
 
 def _convert(layout: _Layout, table: pa.Table, fast: bool):

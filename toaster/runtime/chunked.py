@@ -115,7 +115,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
     first = batches[0]
     cols = tuple(_concat_column([b.columns[j] for b in batches]) for j in range(len(first.columns)))
     seq = None if any(b.seq is None for b in batches) else np.concatenate([b.seq for b in batches])
-    return Batch(first.relation, np.concatenate([b.signs for b in batches]), cols, seq)
+    return Batch(first.relation, np.concatenate([b.signs for b in batches]), cols, seq,
+                 all(b.checked for b in batches))
 
 
 def _concat_column(cols):

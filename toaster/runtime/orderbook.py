@@ -179,7 +179,7 @@ class _Reader:
             lines = parsed.lines if parsed.lines is not None else arrow_csv.Lines(data, first_line)
             li = rows[pos] if parsed.row_line is None else parsed.row_line[rows[pos]]
             seq = lines._numbers[li].astype(np.int64)
-        return Batch(self.decl.name, sign, cols, seq), error
+        return Batch(self.decl.name, sign, cols, seq, checked=True), error
 
     def _typed(self, a: np.ndarray, j: int) -> np.ndarray:
         return a.astype(np.int64) if self.int_cols[j] else a

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import pyarrow as pa
 import llvmlite.binding as llvm
 
 from toaster.engine import Engine
@@ -125,7 +126,8 @@ class LLVMEngine(Engine):
         self._pool.check_errors()
         if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
-        self._needed: dict = {}
+        # what each relation's triggers read, found once here rather than in the first apply
+        self._needed: dict = {r: columns_read(prog, r, len(d.columns)) for r, d in self.relations.items()}
         self._open = True
 
     # ---------------------------------------------------------------- input
@@ -149,9 +151,11 @@ class LLVMEngine(Engine):
         for col, c, need in zip(batch.columns, decl.columns, self.columns_needed(decl.name)):
             if not need:      # the native code never loads it: any 8-byte-wide buffer will do
                 if unread is None:
-                    unread = np.zeros(n, dtype=np.int64)
+                    unread = np.empty(n, dtype=np.int64)      # never written: no page is touched
                 arrays.append(unread)
             elif c.type == STRING:
+                if isinstance(col, pa.ChunkedArray) and col.num_chunks > 1 and not pa.types.is_dictionary(col.type):
+                    col = col.combine_chunks()      # one dictionary encoding, not one per chunk
                 arrays.append(self._pool.encode(col))
             elif c.type == BOOL:
                 arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
