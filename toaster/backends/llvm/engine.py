@@ -40,6 +40,7 @@ from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import columns_read, relations_read
+from toaster.runtime.string_codes import one_byte_dictionary
 from toaster.types import FLOAT, STRING, BOOL
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
@@ -154,9 +155,10 @@ class LLVMEngine(Engine):
                     unread = np.empty(n, dtype=np.int64)      # never written: no page is touched
                 arrays.append(unread)
             elif c.type == STRING:
-                if isinstance(col, pa.ChunkedArray) and col.num_chunks > 1 and not pa.types.is_dictionary(col.type):
+                if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
                     col = col.combine_chunks()      # one dictionary encoding, not one per chunk
-                arrays.append(self._pool.encode(col))
+                flags = one_byte_dictionary(col)    # one-character flags: encoded from their bytes
+                arrays.append(self._pool.encode(col if flags is None else flags))
             elif c.type == BOOL:
                 arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
             else:
