@@ -124,4 +124,4 @@ def _parse_orderbook_with_seq(d: RelationDecl, text: list[str], path: str) -> tu
     if not batches:
         return Batch.from_rows(d.name, d.types, []), np.zeros(0, dtype=np.int64)
     batch = batches[0] if len(batches) == 1 else Batch.concat(batches)
-    return Batch(batch.relation, batch.signs, batch.columns), batch.seq
+    return Batch(batch.relation, batch.signs, batch.columns, checked=batch.checked), batch.seq
