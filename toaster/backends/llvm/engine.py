@@ -85,6 +85,10 @@ def compile_module(ir_text: str, opt_level: int = 2):
     return ee, mod, tm
 
 
+_UNREAD, _STR, _BOOL, _NUM = "unread", "string", "bool", "number"    # how apply passes a column
+_BYTE_CODES_FROM = 512         # rows from which one-character columns skip Arrow's hash encoding
+
+
 class LLVMEngine(Engine):
     backend = "llvm"
 
@@ -129,6 +133,7 @@ class LLVMEngine(Engine):
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         # what each relation's triggers read, found once here rather than in the first apply
         self._needed: dict = {r: columns_read(prog, r, len(d.columns)) for r, d in self.relations.items()}
+        self._plans: dict = {}
         self._open = True
 
     # ---------------------------------------------------------------- input
@@ -147,28 +152,38 @@ class LLVMEngine(Engine):
             raise InputError("engine is closed")
         decl = self._decl(batch.relation)
         n = len(batch)
-        arrays = []
-        unread = None
-        for col, c, need in zip(batch.columns, decl.columns, self.columns_needed(decl.name)):
-            if not need:      # the native code never loads it: any 8-byte-wide buffer will do
+        plan = self._plans.get(decl.name)
+        if plan is None:
+            plan = self._plans[decl.name] = tuple(
+                _UNREAD if not need else _STR if c.type == STRING else _BOOL if c.type == BOOL else _NUM
+                for c, need in zip(decl.columns, self.columns_needed(decl.name)))
+        keep, pointers, unread = [], [], None
+        for col, kind in zip(batch.columns, plan):
+            if kind is _UNREAD:   # the native code never loads it: any 8-byte-wide buffer will do
                 if unread is None:
-                    unread = np.empty(n, dtype=np.int64)      # never written: no page is touched
-                arrays.append(unread)
-            elif c.type == STRING:
+                    buf = np.empty(n, dtype=np.int64)       # never written: no page is touched
+                    keep.append(buf)
+                    unread = buf.ctypes.data
+                pointers.append(unread)
+                continue
+            if kind is _STR:
                 if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
                     col = col.combine_chunks()      # one dictionary encoding, not one per chunk
-                flags = one_byte_dictionary(col)    # one-character flags: encoded from their bytes
-                arrays.append(self._pool.encode(col if flags is None else flags))
-            elif c.type == BOOL:
-                arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
+                # one-character flag columns: encoded from their bytes (cheaper than Arrow's hash)
+                flags = one_byte_dictionary(col) if n >= _BYTE_CODES_FROM else None
+                a = self._pool.encode(col if flags is None else flags)
+            elif kind is _BOOL:
+                a = np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8)
             else:
-                arrays.append(np.ascontiguousarray(col))
+                a = np.ascontiguousarray(col)
+            keep.append(a)
+            pointers.append(a.ctypes.data)
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
         logged = self._undo_on is not None and (self.llvm_module.overflow_sites or self._pool.may_fail())
         if logged:
             self._undo_on.value = 1
-        self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
+        self._process[decl.name](n, signs.ctypes.data, *pointers)
         failure = self._pool.take_error()
         site = self._overflow_site.value
         if logged:
