@@ -349,11 +349,24 @@ class Lines:
     def text(self, row: int, data: bytes, errors: str = "strict") -> str:
         return data[self._starts[row]:self._ends[row]].decode("utf-8", errors=errors)
 
+    def numbers(self, rows: np.ndarray) -> np.ndarray:
+        """Line numbers (int64) of these rows."""
+        return self._numbers[rows].astype(np.int64)
+
+    def span(self, row: int) -> tuple[int, int]:
+        """(start, end) byte offsets of a row in data."""
+        return int(self._starts[row]), int(self._ends[row])
+
+    def field_counts(self, data: bytes, delim: str) -> np.ndarray:
+        """Fields of every row (delimiters + 1)."""
+        b = np.frombuffer(data, dtype=np.uint8)
+        pos = np.flatnonzero(b == ord(delim))
+        return np.searchsorted(pos, self._ends) - np.searchsorted(pos, self._starts) + 1
+
     def first_bad_count(self, data: bytes, delim: str, want: int) -> int:
         """First row whose field count is neither want nor want + a trailing delimiter."""
         b = np.frombuffer(data, dtype=np.uint8)
-        pos = np.flatnonzero(b == ord(delim))
-        fields = np.searchsorted(pos, self._ends) - np.searchsorted(pos, self._starts) + 1
+        fields = self.field_counts(data, delim)
         ends_with = b[self._ends - 1] == ord(delim)
         bad = (fields != want) & ~((fields == want + 1) & ends_with)
         return int(np.argmax(bad)) if bad.any() else self.count

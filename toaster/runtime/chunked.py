@@ -10,6 +10,8 @@ batch) of a file at a time instead of the whole file.
 """
 from __future__ import annotations
 
+import io
+import os
 from typing import BinaryIO, Iterator
 
 import numpy as np
@@ -28,8 +30,8 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
     buffers cost page faults comparable to Arrow's parse of a narrow projection)."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
-    buf = bytearray(block_size)
-    scratch = np.empty(block_size, dtype=bool)
+    buf = bytearray(min(block_size, _bytes_left(fh) + 1))     # zero-filled: no larger than the file
+    scratch = np.empty(len(buf), dtype=bool)
     line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
     while True:
         with memoryview(buf) as view:
@@ -52,6 +54,14 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
         line += count_breaks(chunk, scratch)
         buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
         have = end - cut
+
+
+def _bytes_left(fh) -> int:
+    """Bytes from fh's position to the end of its file (a large number when that is unknown)."""
+    try:
+        return max(0, os.fstat(fh.fileno()).st_size - fh.tell())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return 1 << 62
 
 
 def _copy(buf: bytearray, n: int) -> bytes:

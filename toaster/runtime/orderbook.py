@@ -178,7 +178,7 @@ class _Reader:
         if self.line_numbers:
             lines = parsed.lines if parsed.lines is not None else arrow_csv.Lines(data, first_line)
             li = rows[pos] if parsed.row_line is None else parsed.row_line[rows[pos]]
-            seq = lines._numbers[li].astype(np.int64)
+            seq = lines.numbers(li)
         return Batch(self.decl.name, sign, cols, seq, checked=True), error
 
     def _typed(self, a: np.ndarray, j: int) -> np.ndarray:
@@ -205,9 +205,7 @@ class _Reader:
         lines = arrow_csv.Lines(data, first_line)
         if lines.count == 0:
             return None, None
-        b = np.frombuffer(data, dtype=np.uint8)
-        commas = np.flatnonzero(b == ord(","))
-        fields = np.searchsorted(commas, lines._ends) - np.searchsorted(commas, lines._starts) + 1
+        fields = lines.field_counts(data, ",")
         blank, limit = [], lines.count
         for r in np.flatnonzero(fields != 5).tolist():     # only the lines of the wrong width
             if lines.text(r, data, errors="replace").strip() != "":
@@ -227,7 +225,8 @@ class _Reader:
         for r in blank:
             if r < limit:            # a blank line becomes empty lines, which Arrow skips
                 keep[r] = False
-                buf[lines._starts[r]:lines._ends[r]] = b"\n" * int(lines._ends[r] - lines._starts[r])
+                start, end = lines.span(r)
+                buf[start:end] = b"\n" * (end - start)
         row_line = np.flatnonzero(keep)
         if not len(row_line):
             return None, error
