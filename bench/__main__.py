@@ -75,6 +75,15 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--end-to-end", action="store_true",
                     help="toaster llvm --run on TPC-H CSV files vs DuckDB reading the same files and computing "
                          "the answer once (bench/end_to_end.py; --scale, default 0.1, and --queries apply)")
+    ap.add_argument("--ingest", action="store_true",
+                    help="CSV ingest lines/s per TPC-H stream file, one thread and threads, against DuckDB's "
+                         "read_csv (bench/ingest.py; --scale, default 0.1, and --queries for LINEITEM's "
+                         "projections apply); writes OUT/ingest.md")
+    ap.add_argument("--in-memory", action="store_true",
+                    help="llvm trigger throughput in tuple mode over batches loaded into memory first, relation "
+                         "by relation (bench/in_memory.py; --scale, default 0.1, and --queries apply); "
+                         "writes OUT/in-memory.md")
+    ap.add_argument("--repeats", type=int, default=3, help="--ingest / --in-memory: runs per measurement (median)")
     return ap
 
 
@@ -131,6 +140,13 @@ def main(argv=None) -> int:
     if args.end_to_end:
         from bench.end_to_end import run_end_to_end
         return run_end_to_end(args, cfg)
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    if args.ingest:
+        from bench.ingest import run_ingest
+        return run_ingest(args, cfg, command)
+    if args.in_memory:
+        from bench.in_memory import run_in_memory
+        return run_in_memory(args, cfg, command)
     t0 = time.perf_counter()
     try:
         results, info = run_benchmark(cfg, log=lambda s: print(s, file=sys.stderr, flush=True))

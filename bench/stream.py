@@ -119,10 +119,9 @@ def _read_csv_with_seq(d: RelationDecl, base_dir: str | None) -> tuple[Batch, np
 
 
 def _parse_orderbook_with_seq(d: RelationDecl, text: list[str], path: str) -> tuple[Batch, np.ndarray]:
-    from toaster.runtime.orderbook import orderbook_events
-    seq, signs, rows = [], [], []
-    for lineno, sign, row in orderbook_events(d, text, path=path):
-        seq.append(lineno)
-        signs.append(sign)
-        rows.append(row)
-    return Batch.from_rows(d.name, d.types, rows, signs), np.array(seq, dtype=np.int64)
+    from toaster.runtime.orderbook import parse_orderbook_lines
+    batches = list(parse_orderbook_lines(d, text, path=path, line_numbers=True))
+    if not batches:
+        return Batch.from_rows(d.name, d.types, []), np.zeros(0, dtype=np.int64)
+    batch = batches[0] if len(batches) == 1 else Batch.concat(batches)
+    return Batch(batch.relation, batch.signs, batch.columns, checked=batch.checked), batch.seq

@@ -1,15 +1,20 @@
 """The orderbook adaptor (DIALECT.md §2.3) against a plain reference model of an order book,
-through the CSV-source hook, and end to end against DuckDB."""
+against the former per-line adaptor (hypothesis), through the CSV-source hook, and end to end
+against DuckDB."""
 from __future__ import annotations
 
+import math
+import os
 import random
+import tempfile
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from toaster.errors import InputError
 from toaster.runtime.csv_source import load_sources, read_source
-from toaster.runtime.orderbook import orderbook_events, parse_orderbook_lines
+from toaster.runtime.orderbook import iter_orderbook, orderbook_events, orderbook_settings, parse_orderbook_lines
 from toaster.schema import Column, RelationDecl, Source
 from toaster.types import FLOAT, INT
 
@@ -164,3 +169,152 @@ def test_orderbook_query_against_duckdb(tmp_path):
     expected = oracle.query(comp.oracle_sql[0])
     assert expected, "the book should not be empty at the end"
     assert compare_results(engine.result(q.name), expected, len(q.key_columns)) == []
+
+
+# ----------------------------------------------------------------------------- the per-line reference
+def per_line_events(decl: RelationDecl, lines, *, path: str = "<input>", first_line: int = 1):
+    """The adaptor as it was written line by line in Python (kept here as the reference the
+    vectorized adaptor must agree with): (line number, sign, row) per change."""
+    action_in, brokers, deterministic = orderbook_settings(decl)
+    rng = random.Random(f"orderbook:{action_in}")
+    cast = tuple(float if c.type == FLOAT else int for c in decl.columns)
+    book: dict[int, tuple] = {}
+    for lineno, raw in enumerate(lines, start=first_line):
+        line = raw.rstrip("\n")
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line.strip() == "":
+            continue
+        fields = line.split(",")
+        if len(fields) != 5:
+            raise InputError(f"{decl.name}: orderbook line has {len(fields)} fields, expected 5 "
+                             "(t,id,action,volume,price)", file=path, line=lineno,
+                             column=_ref_column(fields, min(len(fields), 5)))
+        action = fields[2].strip().upper()
+        if action not in ("B", "S", "D", "F", "E"):
+            continue
+        if action in ("B", "S") and action != action_in:
+            continue
+        oid = _ref_parse(decl, 1, int, fields, path, lineno)
+        if action in ("B", "S"):
+            t = _ref_parse(decl, 0, float, fields, path, lineno)
+            vol = _ref_parse(decl, 3, float, fields, path, lineno)
+            price = _ref_parse(decl, 4, float, fields, path, lineno)
+            old = book.pop(oid, None)
+            if old is not None:
+                yield lineno, -1, old
+            broker = oid % brokers if deterministic else rng.randrange(brokers)
+            row = (cast[0](t), oid, broker, cast[3](vol), cast[4](price))
+            book[oid] = row
+            yield lineno, 1, row
+        elif action in ("D", "F"):
+            old = book.pop(oid, None)
+            if old is not None:
+                yield lineno, -1, old
+        else:
+            vol = _ref_parse(decl, 3, float, fields, path, lineno)
+            old = book.pop(oid, None)
+            if old is None:
+                continue
+            yield lineno, -1, old
+            left = old[3] - cast[3](vol)
+            if left > 0:
+                row = old[:3] + (left,) + old[4:]
+                book[oid] = row
+                yield lineno, 1, row
+
+
+def _ref_column(fields, index):
+    return sum(len(f) + 1 for f in fields[:index]) + 1
+
+
+def _ref_parse(decl, index, conv, fields, path, lineno):
+    text = fields[index].strip()
+    try:
+        v = conv(text)
+    except ValueError:
+        raise InputError(f"{decl.name}: orderbook field {('t', 'id', 'action', 'volume', 'price')[index]} "
+                         f"is not a number: {text!r}", file=path, line=lineno,
+                         column=_ref_column(fields, index)) from None
+    if conv is float and decl.columns[index].type != FLOAT and not float(v).is_integer():
+        raise InputError(f"{decl.columns[index].name}: not an integer", file=path, line=lineno,
+                         column=_ref_column(fields, index))
+    return v
+
+
+def _key(row):
+    """A row with NaN comparable to itself."""
+    return tuple("nan" if isinstance(v, float) and math.isnan(v) else v for v in row)
+
+
+def _outcome(events, batch_size):
+    """(the changes in the batches produced before any error, (line, column) of the error or None),
+    the batches cut as parse_orderbook_lines cuts them: a bad line drops its partial batch."""
+    done, pending = [], []
+    try:
+        for ev in events:
+            pending.append(ev)
+            if batch_size is not None and len(pending) == batch_size:
+                done += pending
+                pending = []
+    except InputError as e:
+        return done, (e.line, e.column)
+    return done + pending, None
+
+
+_GOOD_NUM = st.sampled_from(["100", "50", "25", "200", "300", "0", "-10", "1e2", "12.5", " 40 ", "100.0", "7",
+                             "inf", "nan", "0.1", "0.2", "0.3"])
+_GOOD_LINE = st.tuples(st.sampled_from(["1.5", "2", "3.25", "4"]), st.sampled_from(["1", "2", "3", "4", "5"]),
+                       st.sampled_from(["B", "S", "B", "S", "D", "F", "E", "E", "E", "X", "T", "b", " s "]),
+                       _GOOD_NUM, _GOOD_NUM).map(",".join)
+# a line that may be bad: garbage in a field (harmless when the action does not read it),
+# a wrong field count, a blank line
+_ODD_LINE = st.one_of(
+    st.tuples(st.sampled_from(["1.5", "t", ""]), st.sampled_from(["1", "x", "1.5", ""]),
+              st.sampled_from(["B", "S", "D", "E", "X"]), st.sampled_from(["100", "x", "", "12.5"]),
+              st.sampled_from(["10", "x", "", "2.5"])).map(",".join),
+    st.sampled_from(["", "   ", "1,2,B,100", "1,2,B,100,10,", "1,2,Z,100,10,5", "x"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_GOOD_LINE, max_size=80), st.lists(st.tuples(st.integers(0, 80), _ODD_LINE), max_size=2),
+       st.sampled_from(["bids", "asks"]), st.sampled_from([1, 3, 7]), st.booleans(),
+       st.tuples(st.booleans(), st.booleans(), st.booleans()), st.sampled_from([None, 1, 2, 5]),
+       st.sampled_from([None, 7, 23, 64]))
+def test_vectorized_matches_per_line_reference(lines, odd, book, brokers, deterministic, int_cols, batch_size,
+                                              block_size):
+    """Ids reused, E after D, E that empties the order, unknown actions, both books, chunks cut
+    anywhere (block_size), bad lines: the same changes, line numbers, batches and error."""
+    if any(int_cols):      # integer columns: mostly whole numbers, so that the book moves
+        whole = {"12.5": "12", "0.1": "1", "0.2": "2", "0.3": "3", "inf": "9", "nan": "8", "1.5": "1", "3.25": "3"}
+        lines = [",".join(whole.get(f, f) for f in ln.split(",")) for ln in lines]
+    lines = list(lines)
+    for at, line in odd:
+        lines.insert(min(at, len(lines)), line)
+    cols = tuple(Column(c.name, INT if j in (0, 3, 4) and int_cols[(0, 3, 4).index(j)] else c.type)
+                 for j, c in enumerate(COLS))
+    d = decl(book, brokers=brokers, deterministic="yes" if deterministic else "no", cols=cols)
+    want, want_err = _outcome(per_line_events(d, lines, path="log.csv"), batch_size)
+    fd, path = tempfile.mkstemp(suffix=".csv")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write("\n".join(lines) + "\n")
+        got, got_err = [], None
+        try:
+            for b in iter_orderbook(d, path, batch_size, block_size=block_size, line_numbers=True):
+                got += [(ln, s, row) for ln, (s, row) in zip(b.seq.tolist(), b.rows())]
+        except InputError as e:
+            got_err = (e.line, e.column)
+    finally:
+        os.unlink(path)
+    assert got_err == want_err
+    assert [(ln, s, _key(r)) for ln, s, r in got] == [(ln, s, _key(r)) for ln, s, r in want]
+    for _, _, row in got:
+        assert all(type(v) is (int if c.type == INT else float) for v, c in zip(row, cols))
+
+
+def test_random_brokers_are_the_seeded_generators_draws():
+    lines = [f"{i},{i % 40},B,100,10" for i in range(5000)] + [f"{i},{i % 40},D,1,1" for i in range(100)]
+    for brokers in (1, 7, 1000, 2 ** 33):
+        d = decl("bids", brokers=brokers, deterministic="no")
+        assert list(orderbook_events(d, lines)) == list(per_line_events(d, lines))

@@ -62,9 +62,12 @@ class _Layout:
         def on_invalid(row):
             invalid.append(row)
             return "skip"
+        # one thread: the chunk as one block, so each column is one Arrow chunk (to numpy without
+        # a copy); threads: Arrow's 1 MB blocks, parsed in parallel
+        block = {} if threads else {"block_size": len(data) + 1}
         table = pacsv.read_csv(
             pa.BufferReader(data),
-            read_options=pacsv.ReadOptions(column_names=self.names, use_threads=threads),
+            read_options=pacsv.ReadOptions(column_names=self.names, use_threads=threads, **block),
             parse_options=pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True,
                                              invalid_row_handler=on_invalid),
@@ -197,7 +200,7 @@ def _line_error(decl, line: str, lineno: int, path: str) -> InputError:
 
 
 def _batch(decl, signs, columns, seq) -> Batch:
-    return Batch(decl.name, signs, tuple(columns), seq)
+    return Batch(decl.name, signs, tuple(columns), seq, checked=True)
 
 
 def _convert(layout: _Layout, table: pa.Table, fast: bool):
@@ -212,9 +215,8 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
         else:
             seq, ok = _from_strings(INT, table.column("f0"))
             bad |= ~ok
-        op = table.column("f1")
-        signs = np.where(_np(pc.equal(op, "0")), -1, 1).astype(np.int8)
-        bad |= ~_np(pc.is_in(op, value_set=pa.array(["0", "1"])))
+        signs, op_bad = _op_signs(table.column("f1"))
+        bad |= op_bad
     if layout.trailing:
         bad |= _np(pc.greater(pc.binary_length(table.column(layout.names[-1])), 0))
     columns: list = [None] * len(layout.decl.columns)
@@ -227,7 +229,7 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
             continue
         if fast and t != BOOL:
             if t == DATE:
-                days = _np(col).astype("datetime64[D]").view(np.int64)
+                days = _date32_days(col)
                 if len(days) and (days.min() < _DAY_MIN or days.max() > _DAY_MAX):
                     bad |= (days < _DAY_MIN) | (days > _DAY_MAX)      # year 0 or beyond 9999
                 columns[j] = days_to_yyyymmdd(days)
@@ -239,6 +241,28 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
         bad |= ~ok
     first = int(np.argmax(bad)) if bad.any() else None
     return columns, signs, seq, first
+
+
+def _op_signs(op) -> tuple[np.ndarray, np.ndarray]:
+    """(signs, bad mask) of the op column: '1' insert, '0' delete, anything else bad. Read from
+    the string array's bytes when every value is one byte long (the usual file)."""
+    arr = op.combine_chunks() if isinstance(op, pa.ChunkedArray) else op
+    if isinstance(arr, pa.StringArray) and arr.null_count == 0 and len(arr):
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=4 * arr.offset)
+        if offsets[-1] - offsets[0] == len(arr) and bool(np.all(np.diff(offsets) == 1)):
+            text = np.frombuffer(arr.buffers()[2], dtype=np.uint8, count=len(arr), offset=int(offsets[0]))
+            zero = text == ord("0")
+            return np.where(zero, -1, 1).astype(np.int8), ~zero & (text != ord("1"))
+    signs = np.where(_np(pc.equal(op, "0")), -1, 1).astype(np.int8)
+    return signs, ~_np(pc.is_in(op, value_set=pa.array(["0", "1"])))
+
+
+def _date32_days(col) -> np.ndarray:
+    """Day numbers (int64) of a date32 column, read through an int32 view (no datetime64 detour)."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    parts = [c.view(pa.int32()).to_numpy(zero_copy_only=False) for c in chunks]
+    days = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, np.int32)
+    return days.astype(np.int64)
 
 
 _NULL_TEXT = {INT: "0", FLOAT: "0", DATE: "0001-01-01", BOOL: "false"}
@@ -325,11 +349,24 @@ class Lines:
     def text(self, row: int, data: bytes, errors: str = "strict") -> str:
         return data[self._starts[row]:self._ends[row]].decode("utf-8", errors=errors)
 
+    def numbers(self, rows: np.ndarray) -> np.ndarray:
+        """Line numbers (int64) of these rows."""
+        return self._numbers[rows].astype(np.int64)
+
+    def span(self, row: int) -> tuple[int, int]:
+        """(start, end) byte offsets of a row in data."""
+        return int(self._starts[row]), int(self._ends[row])
+
+    def field_counts(self, data: bytes, delim: str) -> np.ndarray:
+        """Fields of every row (delimiters + 1)."""
+        b = np.frombuffer(data, dtype=np.uint8)
+        pos = np.flatnonzero(b == ord(delim))
+        return np.searchsorted(pos, self._ends) - np.searchsorted(pos, self._starts) + 1
+
     def first_bad_count(self, data: bytes, delim: str, want: int) -> int:
         """First row whose field count is neither want nor want + a trailing delimiter."""
         b = np.frombuffer(data, dtype=np.uint8)
-        pos = np.flatnonzero(b == ord(delim))
-        fields = np.searchsorted(pos, self._ends) - np.searchsorted(pos, self._starts) + 1
+        fields = self.field_counts(data, delim)
         ends_with = b[self._ends - 1] == ord(delim)
         bad = (fields != want) & ~((fields == want + 1) & ends_with)
         return int(np.argmax(bad)) if bad.any() else self.count

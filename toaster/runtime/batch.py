@@ -28,6 +28,9 @@ class Batch:
     # each event's position in the stream when its source gives one (the `seq` field of a CSV
     # stream with deletions), else None; engines ignore it, readers order streams by it
     seq: np.ndarray | None = None
+    # True when a toaster reader built the columns canonical and checked every value (CSV via
+    # Arrow, orderbook): Engine.apply then checks dtypes and lengths only, O(columns) not O(rows)
+    checked: bool = False
 
     def __len__(self) -> int:
         return len(self.signs)
@@ -56,12 +59,12 @@ class Batch:
     def slice(self, start: int, stop: int) -> "Batch":
         return Batch(self.relation, self.signs[start:stop],
                      tuple(None if c is None else c[start:stop] for c in self.columns),
-                     None if self.seq is None else self.seq[start:stop])
+                     None if self.seq is None else self.seq[start:stop], self.checked)
 
     def take(self, indices) -> "Batch":
         idx = np.asarray(indices, dtype=np.int64)
         return Batch(self.relation, self.signs[idx], tuple(_take(c, idx) for c in self.columns),
-                     None if self.seq is None else self.seq[idx])
+                     None if self.seq is None else self.seq[idx], self.checked)
 
     @staticmethod
     def concat(batches) -> "Batch":
@@ -69,7 +72,8 @@ class Batch:
         batches = list(batches)
         cols = tuple(_concat([b.columns[j] for b in batches]) for j in range(len(batches[0].columns)))
         seq = None if any(b.seq is None for b in batches) else np.concatenate([b.seq for b in batches])
-        return Batch(batches[0].relation, np.concatenate([b.signs for b in batches]), cols, seq)
+        return Batch(batches[0].relation, np.concatenate([b.signs for b in batches]), cols, seq,
+                     all(b.checked for b in batches))
 
     def python_columns(self) -> list[list]:
         """Every column as a list of plain Python values."""

@@ -10,6 +10,8 @@ batch) of a file at a time instead of the whole file.
 """
 from __future__ import annotations
 
+import io
+import os
 from typing import BinaryIO, Iterator
 
 import numpy as np
@@ -23,33 +25,62 @@ BLOCK_SIZE = 8 << 20      # bytes of a file parsed at a time (Arrow parses one i
 def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[bytes, int]]:
     """(chunk, 1-based number of its first line) for the whole file. Every chunk but the last
     ends with a line break (\\n, \\r or \\r\\n, never split); a line longer than block_size makes
-    its chunk longer. Line numbers count every line, empty ones included (as Python's reader)."""
+    its chunk longer. Line numbers count every line, empty ones included (as Python's reader).
+    The file is read into one reused buffer and each chunk copied out of it once (fresh
+    buffers cost page faults comparable to Arrow's parse of a narrow projection)."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
-    line, rest = 1, b""
+    buf = bytearray(min(block_size, _bytes_left(fh) + 1))     # zero-filled: no larger than the file
+    scratch = np.empty(len(buf), dtype=bool)
+    line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
     while True:
-        data = fh.read(block_size)
-        if not data:
-            if rest:
-                yield rest, line
+        with memoryview(buf) as view:
+            n = fh.readinto(view[have:])
+        if not n:
+            if have:
+                yield _copy(buf, have), line
             return
-        buf = rest + data if rest else data
-        cut = _after_last_break(buf)
-        if cut == 0:                 # no complete line yet: read on
-            rest = buf
+        end = have + n
+        cut = _after_last_break(buf, end)
+        if cut == 0:                   # no complete line yet: read on, in a larger buffer if full
+            have = end
+            if end == len(buf):
+                buf.extend(bytes(len(buf)))
             continue
-        chunk, rest = buf[:cut], buf[cut:]
+        chunk = _copy(buf, cut)
         yield chunk, line
-        line += count_breaks(chunk)
+        if len(scratch) < len(chunk):
+            scratch = np.empty(len(chunk), dtype=bool)
+        line += count_breaks(chunk, scratch)
+        buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
+        have = end - cut
 
 
-def _after_last_break(buf: bytes) -> int:
-    """Index just after the last line break of buf that is surely complete (0 if none): a '\\r'
-    as the very last byte may be the first half of '\\r\\n'."""
-    return max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1
+def _bytes_left(fh) -> int:
+    """Bytes from fh's position to the end of its file (a large number when that is unknown)."""
+    try:
+        return max(0, os.fstat(fh.fileno()).st_size - fh.tell())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return 1 << 62
 
 
-def count_breaks(data: bytes) -> int:
+def _copy(buf: bytearray, n: int) -> bytes:
+    with memoryview(buf) as view:
+        return bytes(view[:n])
+
+
+def _after_last_break(buf, end: int) -> int:
+    """Index just after the last line break of buf[:end] that is surely complete (0 if none): a
+    '\\r' as the very last byte may be the first half of '\\r\\n'."""
+    return max(buf.rfind(b"\n", 0, end), buf.rfind(b"\r", 0, end - 1)) + 1
+
+
+def count_breaks(data: bytes, scratch: np.ndarray | None = None) -> int:
+    """Line breaks in data; scratch: a reused bool array of at least len(data) (no page faults)."""
+    if b"\r" not in data:              # the usual file: one pass (memchr finds no '\r' fast)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        lf = np.equal(raw, 10, out=None if scratch is None else scratch[:len(raw)])
+        return int(np.count_nonzero(lf))                  # 3x faster than bytes.count
     return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
@@ -94,7 +125,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
     first = batches[0]
     cols = tuple(_concat_column([b.columns[j] for b in batches]) for j in range(len(first.columns)))
     seq = None if any(b.seq is None for b in batches) else np.concatenate([b.seq for b in batches])
-    return Batch(first.relation, np.concatenate([b.signs for b in batches]), cols, seq)
+    return Batch(first.relation, np.concatenate([b.signs for b in batches]), cols, seq,
+                 all(b.checked for b in batches))
 
 
 def _concat_column(cols):

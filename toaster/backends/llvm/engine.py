@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import pyarrow as pa
 import llvmlite.binding as llvm
 
 from toaster.engine import Engine
@@ -39,6 +40,7 @@ from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import columns_read, relations_read
+from toaster.runtime.string_codes import one_byte_dictionary
 from toaster.types import FLOAT, STRING, BOOL
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
@@ -83,6 +85,10 @@ def compile_module(ir_text: str, opt_level: int = 2):
     return ee, mod, tm
 
 
+_UNREAD, _STR, _BOOL, _NUM = "unread", "string", "bool", "number"    # how apply passes a column
+_BYTE_CODES_FROM = 512         # rows from which one-character columns skip Arrow's hash encoding
+
+
 class LLVMEngine(Engine):
     backend = "llvm"
 
@@ -125,7 +131,9 @@ class LLVMEngine(Engine):
         self._pool.check_errors()
         if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
-        self._needed: dict = {}
+        # what each relation's triggers read, found once here rather than in the first apply
+        self._needed: dict = {r: columns_read(prog, r, len(d.columns)) for r, d in self.relations.items()}
+        self._plans: dict = {}
         self._open = True
 
     # ---------------------------------------------------------------- input
@@ -144,25 +152,38 @@ class LLVMEngine(Engine):
             raise InputError("engine is closed")
         decl = self._decl(batch.relation)
         n = len(batch)
-        arrays = []
-        unread = None
-        for col, c, need in zip(batch.columns, decl.columns, self.columns_needed(decl.name)):
-            if not need:      # the native code never loads it: any 8-byte-wide buffer will do
+        plan = self._plans.get(decl.name)
+        if plan is None:
+            plan = self._plans[decl.name] = tuple(
+                _UNREAD if not need else _STR if c.type == STRING else _BOOL if c.type == BOOL else _NUM
+                for c, need in zip(decl.columns, self.columns_needed(decl.name)))
+        keep, pointers, unread = [], [], None
+        for col, kind in zip(batch.columns, plan):
+            if kind is _UNREAD:   # the native code never loads it: any 8-byte-wide buffer will do
                 if unread is None:
-                    unread = np.zeros(n, dtype=np.int64)
-                arrays.append(unread)
-            elif c.type == STRING:
-                arrays.append(self._pool.encode(col))
-            elif c.type == BOOL:
-                arrays.append(np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8))
+                    buf = np.empty(n, dtype=np.int64)       # never written: no page is touched
+                    keep.append(buf)
+                    unread = buf.ctypes.data
+                pointers.append(unread)
+                continue
+            if kind is _STR:
+                if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
+                    col = col.combine_chunks()      # one dictionary encoding, not one per chunk
+                # one-character flag columns: encoded from their bytes (cheaper than Arrow's hash)
+                flags = one_byte_dictionary(col) if n >= _BYTE_CODES_FROM else None
+                a = self._pool.encode(col if flags is None else flags)
+            elif kind is _BOOL:
+                a = np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8)
             else:
-                arrays.append(np.ascontiguousarray(col))
+                a = np.ascontiguousarray(col)
+            keep.append(a)
+            pointers.append(a.ctypes.data)
         self._pool.sync()
         signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
         logged = self._undo_on is not None and (self.llvm_module.overflow_sites or self._pool.may_fail())
         if logged:
             self._undo_on.value = 1
-        self._process[decl.name](n, signs.ctypes.data, *(a.ctypes.data for a in arrays))
+        self._process[decl.name](n, signs.ctypes.data, *pointers)
         failure = self._pool.take_error()
         site = self._overflow_site.value
         if logged:

@@ -1,0 +1,102 @@
+"""Engine.apply's O(columns) path: batches the readers mark checked are taken as they are, a
+batch whose marks do not hold goes through the full check; the vectorized helpers it relies on
+(one-character string codes, date tables) agree with their direct forms."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from test_input_validation import GOOD, TYPES, engine_for, state
+from toaster.errors import InputError
+from toaster.runtime.batch import Batch
+from toaster.runtime.checks import _civil_from_days, _yyyymmdd_ok, days_to_yyyymmdd, yyyymmdd_ok
+from toaster.runtime.csv_source import read_source
+from toaster.runtime.string_codes import one_byte_dictionary
+
+BACKENDS = ["interp", "llvm"]
+
+
+@given(st.lists(st.sampled_from(["A", "N", "R", "x", "", "ab", "é", "|"]), max_size=40),
+       st.integers(0, 5), st.integers(0, 5))
+def test_one_byte_dictionary_is_the_column_or_none(values, lo, cut):
+    col = pa.array(values, type=pa.string())
+    col = col.slice(min(lo, len(values)), max(0, len(values) - lo - cut))
+    d = one_byte_dictionary(col)
+    one_ascii = len(col) > 0 and all(len(v) == 1 and v.isascii() for v in col.to_pylist())
+    assert (d is not None) == one_ascii
+    if d is not None:
+        assert d.to_pylist() == col.to_pylist()
+        assert sorted(d.dictionary.to_pylist()) == sorted(set(col.to_pylist()))
+
+
+@settings(max_examples=50)
+@given(st.integers(-719162, 2932896), st.integers(1, 6000), st.integers(0, 1))
+def test_date_tables_agree_with_the_direct_forms(lo, span, sparse):
+    rng = np.random.default_rng(lo & 0xFFFF)
+    n = 5000 if not sparse else 9000
+    days = rng.integers(lo, min(lo + span, 2932896) + 1, n)
+    assert np.array_equal(days_to_yyyymmdd(days), _civil_from_days(days))
+    v = days_to_yyyymmdd(days) + rng.integers(-40, 40, n)       # some not calendar dates
+    assert np.array_equal(yyyymmdd_ok(v), _yyyymmdd_ok(v))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reader_batches_are_checked_and_give_the_same_views(tmp_path, backend):
+    lines = [f"{a}|{b}|{d // 10000}-{d // 100 % 100:02d}-{d % 100:02d}|{s}" for a, b, d, s in GOOD]
+    comp, engine = engine_for(backend, tmp_path, r_lines=lines)
+    r = next(d for d in comp.m3.relations if d.name == "R")
+    (batch,) = read_source(r)
+    assert batch.checked and batch.slice(0, 2).checked and Batch.concat([batch, batch]).checked
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    engine.apply(batch)
+    got = state(comp, engine)
+    engine.close()
+    comp, engine = engine_for(backend)
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    engine.apply(Batch.from_rows("R", TYPES, GOOD))
+    assert got == state(comp, engine)
+    engine.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_checked_batches_not_in_canonical_form_get_the_full_check(backend):
+    a, b, d, s = (list(c) for c in zip(*GOOD))
+    cols = (np.array(a), np.array(b), np.array(d), pa.array(s))
+    comp, engine = engine_for(backend)
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    # the mark promises checked values; columns not in canonical form are checked anyway
+    with pytest.raises(InputError, match="sign"):
+        engine.apply(Batch("R", np.array([1, 0, 1], np.int64), cols, checked=True))
+    with pytest.raises(InputError, match="R.D"):
+        engine.apply(Batch("R", np.ones(3, np.int8), cols[:2] + (np.array([19950230] * 3, np.int32),) + cols[3:],
+                           checked=True))
+    with pytest.raises(InputError, match="R.S"):
+        engine.apply(Batch("R", np.ones(3, np.int8), cols[:3] + (pa.array(["x", None, "y"]),), checked=True))
+    # other widths are converted as for any batch
+    engine.apply(Batch("R", np.ones(3, np.int64), (np.array(a, np.int32),) + cols[1:], checked=True))
+    got = state(comp, engine)
+    engine.close()
+    comp, engine = engine_for(backend)
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    engine.apply(Batch.from_rows("R", TYPES, GOOD))
+    assert got == state(comp, engine)
+    engine.close()
+
+
+def test_llvm_one_character_strings_give_the_views_of_python_rows():
+    rows = [(i, 1.5, 19950101 + i % 20, "xyxxy"[i % 5]) for i in range(40)]
+    want = None
+    for backend, make in (("interp", lambda: Batch.from_rows("R", TYPES, rows)),
+                          ("llvm", lambda: Batch.from_columns("R", [np.array([r[j] for r in rows]) for j in range(3)]
+                                                              + [pa.chunked_array([[r[3] for r in rows[:7]],
+                                                                                   [r[3] for r in rows[7:]]])]))):
+        comp, engine = engine_for(backend)
+        engine.load_table("T", [("x", 2), ("y", 3)])
+        engine.apply(make())
+        got = state(comp, engine)
+        engine.close()
+        if want is None:
+            want = got
+        assert got == want
