@@ -120,3 +120,33 @@ def _read(read, error_type):
         return read(), None
     except error_type as e:
         return None, e
+
+
+def check_maps_hold_definitions(comp, backend: str, batches, names) -> int:
+    """Apply `batches` on a fresh engine, then check that each named map equals its calculus
+    definition evaluated over the base relations reached (what a pass that adds or fuses maps
+    promises). Returns the number of entries compared; raises AssertionError on a difference."""
+    import math
+    from toaster.calculus.evaluator import Database, evaluate
+    engine = comp.engine(backend)
+    relations: dict = {}
+    for batch in batches:
+        engine.apply(batch)
+        table = relations.setdefault(batch.relation, {})
+        for sign, row in batch.rows():
+            table[row] = table.get(row, 0) + sign
+            if table[row] == 0:
+                del table[row]
+    db = Database(relations=relations)
+    entries = 0
+    for m in comp.m3.maps:
+        if m.name not in names:
+            continue
+        want = {k: v for k, v in evaluate(m.definition, db, out_vars=m.keys).items()
+                if not math.isclose(v, 0, abs_tol=1e-9)}
+        got = engine.read_map(m.name)
+        if set(got) != set(want) or not all(math.isclose(got[k], want[k], rel_tol=1e-9, abs_tol=1e-9)
+                                            for k in want):
+            raise AssertionError(f"map {m.name} differs from its definition: {got} != {want}")
+        entries += len(want)
+    return entries

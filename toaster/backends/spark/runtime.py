@@ -377,15 +377,7 @@ class DistRuntime:
     def start(self) -> None:
         """Set the initial values (ON SYSTEM READY) before any batch: driver-side constants."""
         if self.READY:
-            self.begin_batch()
-            try:
-                getattr(self, self.READY)({})
-                self.end_batch()
-            except BaseException:
-                self._abort_batch()
-                raise
-            finally:
-                self._end_undo()
+            self._run_batch([(self.READY, {})])
 
     def apply_delta(self, relation: str, delta: dict) -> None:
         """Run the relation's batch trigger; if it fails, the batch is undone (_abort_batch)."""
@@ -408,11 +400,14 @@ class DistRuntime:
             else:
                 merged[r] = dict(d)
         todo = [(self.TRIGGERS[r], d) for r, d in merged.items() if d and r in self.TRIGGERS]
-        if not todo:
-            return
+        if todo:
+            self._run_batch(todo)
+
+    def _run_batch(self, calls) -> None:
+        """Run trigger methods (name, delta) as one batch: one plan, undone whole if it fails."""
         self.begin_batch()
         try:
-            for method, delta in todo:
+            for method, delta in calls:
                 getattr(self, method)(delta)
             self.end_batch()
         except BaseException:
