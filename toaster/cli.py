@@ -78,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def console_main() -> None:
+    """The `toaster` / `python -m toaster.pipeline` entry point: main(), then exit without the
+    interpreter's teardown. Arrow's native thread pools can abort the process while Python
+    finalizes (`terminate called without an active exception`, exit -6, seen intermittently
+    under load; apache/arrow#34314) after the run has finished and printed everything."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError):     # the reader went away: nothing left to say
+            code = code or 2
+    os._exit(code)
+
+
 def main(argv=None) -> int:
     args = None
     try:

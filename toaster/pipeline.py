@@ -311,4 +311,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from toaster.cli import console_main
+    console_main()
