@@ -42,6 +42,17 @@ def test_date_tables_agree_with_the_direct_forms(lo, span, sparse):
     assert np.array_equal(yyyymmdd_ok(v), _yyyymmdd_ok(v))
 
 
+def reference_state(backend):
+    """The views after GOOD applied as checked-by-value Python rows."""
+    comp, engine = engine_for(backend)
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    engine.apply(Batch.from_rows("R", TYPES, GOOD))
+    try:
+        return state(comp, engine)
+    finally:
+        engine.close()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_reader_batches_are_checked_and_give_the_same_views(tmp_path, backend):
     lines = [f"{a}|{b}|{d // 10000}-{d // 100 % 100:02d}-{d % 100:02d}|{s}" for a, b, d, s in GOOD]
@@ -53,11 +64,7 @@ def test_reader_batches_are_checked_and_give_the_same_views(tmp_path, backend):
     engine.apply(batch)
     got = state(comp, engine)
     engine.close()
-    comp, engine = engine_for(backend)
-    engine.load_table("T", [("x", 2), ("y", 3)])
-    engine.apply(Batch.from_rows("R", TYPES, GOOD))
-    assert got == state(comp, engine)
-    engine.close()
+    assert got == reference_state(backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -78,11 +85,7 @@ def test_checked_batches_not_in_canonical_form_get_the_full_check(backend):
     engine.apply(Batch("R", np.ones(3, np.int64), (np.array(a, np.int32),) + cols[1:], checked=True))
     got = state(comp, engine)
     engine.close()
-    comp, engine = engine_for(backend)
-    engine.load_table("T", [("x", 2), ("y", 3)])
-    engine.apply(Batch.from_rows("R", TYPES, GOOD))
-    assert got == state(comp, engine)
-    engine.close()
+    assert got == reference_state(backend)
 
 
 def test_llvm_one_character_strings_give_the_views_of_python_rows():
