@@ -54,6 +54,11 @@ class RelationDecl:
     columns: tuple            # tuple[Column, ...]
     kind: str                 # 'stream' | 'table'
     source: Source | None = None
+    # computed once: every apply() asks (a property cost a generator per batch)
+    has_nulls: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "has_nulls", any(c.nullable for c in self.columns))
 
     @property
     def types(self) -> tuple:
@@ -63,10 +68,6 @@ class RelationDecl:
     def logical_columns(self) -> tuple:
         """The columns as declared (without the null-flag columns)."""
         return tuple(c for c in self.columns if c.flag_of is None)
-
-    @property
-    def has_nulls(self) -> bool:
-        return any(c.nullable for c in self.columns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,8 @@ COMMENT: /--[^\n]*/
 
 @lru_cache(maxsize=2)
 def _parser(start: str) -> Lark:
-    return Lark(_GRAMMAR, start=start, parser="lalr", propagate_positions=True)
+    return Lark(_GRAMMAR, start=start, parser="lalr", propagate_positions=True,
+                cache=True)     # LALR tables from lark's temp-file cache
 
 
 _UNTYPED = None

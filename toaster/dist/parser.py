@@ -105,7 +105,8 @@ class _TypeEnv(calc_parser._TypeEnv):
 def _parser() -> Lark:
     with open(os.path.join(os.path.dirname(__file__), "dist.lark")) as f:
         grammar = calc_parser._GRAMMAR + "\n" + f.read()
-    return Lark(grammar, start="dist_program", parser="lalr", transformer=_Build(), maybe_placeholders=True)
+    return Lark(grammar, start="dist_program", parser="lalr", transformer=_Build(), maybe_placeholders=True,
+                cache=True)     # LALR tables from lark's temp-file cache
 
 
 def parse_dist(text: str, file: str | None = None) -> DistProgram:

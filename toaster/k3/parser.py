@@ -38,7 +38,8 @@ UNRESOLVED = Unresolved()
 
 def load_grammar(path: str, start: str = "program", transformer=None) -> Lark:
     with open(path) as f:
-        return Lark(f.read(), start=start, parser="lalr", transformer=transformer, maybe_placeholders=True)
+        return Lark(f.read(), start=start, parser="lalr", transformer=transformer, maybe_placeholders=True,
+                    cache=True)     # LALR tables from lark's temp-file cache
 
 
 def syntax_error(e: UnexpectedInput, text: str, what: str, file: str | None) -> SqlSyntaxError:

@@ -237,9 +237,10 @@ def _checked_as_is(decl, batch: Batch, needed, n: int) -> Batch | None:
     if decl.kind == "table" and len(s) and s.min() < 0:
         return None
     for j, (col, c) in enumerate(zip(batch.columns, decl.columns)):
+        if needed is not None and not needed[j]:
+            continue        # never read: the reader checked it, nothing converts it
         if col is None:
-            if needed is None or needed[j]:
-                return None
+            return None
         elif c.type == STRING:
             if not (isinstance(col, (pa.Array, pa.ChunkedArray)) and len(col) == n and col.null_count == 0
                     and (pa.types.is_string(col.type) or (pa.types.is_dictionary(col.type)

@@ -85,7 +85,6 @@ def compile_module(ir_text: str, opt_level: int = 2):
     return ee, mod, tm
 
 
-_UNREAD, _STR, _BOOL, _NUM = "unread", "string", "bool", "number"    # how apply passes a column
 _BYTE_CODES_FROM = 512         # rows from which one-character columns skip Arrow's hash encoding
 
 
@@ -147,44 +146,62 @@ class LLVMEngine(Engine):
             need = self._needed[decl.name] = columns_read(self.program, decl.name, len(decl.columns))
         return need
 
+    def _feed(self, decl) -> "_Feed":
+        """How a batch of `decl` becomes the native call's arguments (built once per relation)."""
+        feed = self._plans.get(decl.name)
+        if feed is None:
+            need = self.columns_needed(decl.name)
+            feed = self._plans[decl.name] = _Feed(
+                self._process[decl.name] if decl.name in self._process else None,
+                tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type not in (STRING, BOOL)),
+                tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == STRING),
+                tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == BOOL),
+                # columns the native code never loads: any 8-byte-wide buffer will do
+                [_UNREAD_ADDRESS] * len(decl.columns),
+                bool(self._undo_on is not None and self.llvm_module.overflow_sites))
+        return feed
+
     def _apply(self, batch: Batch) -> None:
+        """O(columns read) Python per batch: the column addresses, the string columns' ids
+        (vectorized), one native call; the rows are only touched by native code."""
         if not self._open:
             raise InputError("engine is closed")
-        decl = self._decl(batch.relation)
-        n = len(batch)
-        plan = self._plans.get(decl.name)
-        if plan is None:
-            plan = self._plans[decl.name] = tuple(
-                _UNREAD if not need else _STR if c.type == STRING else _BOOL if c.type == BOOL else _NUM
-                for c, need in zip(decl.columns, self.columns_needed(decl.name)))
-        keep, pointers, unread = [], [], None
-        for col, kind in zip(batch.columns, plan):
-            if kind is _UNREAD:   # the native code never loads it: any 8-byte-wide buffer will do
-                if unread is None:
-                    buf = np.empty(n, dtype=np.int64)       # never written: no page is touched
-                    keep.append(buf)
-                    unread = buf.ctypes.data
-                pointers.append(unread)
-                continue
-            if kind is _STR:
-                if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
-                    col = col.combine_chunks()      # one dictionary encoding, not one per chunk
-                # one-character flag columns: encoded from their bytes (cheaper than Arrow's hash)
-                flags = one_byte_dictionary(col) if n >= _BYTE_CODES_FROM else None
-                a = self._pool.encode(col if flags is None else flags)
-            elif kind is _BOOL:
-                a = np.ascontiguousarray(col, dtype=np.bool_).view(np.uint8)
-            else:
-                a = np.ascontiguousarray(col)
+        feed = self._feed(self._decl(batch.relation))
+        if feed.process is None:        # no trigger reads this relation
+            return
+        cols = batch.columns
+        n = len(batch.signs)
+        pointers = feed.pointers.copy()
+        keep = []
+        for j in feed.numeric:
+            a = cols[j]
+            if a.__class__ is not np.ndarray or not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
             keep.append(a)
-            pointers.append(a.ctypes.data)
-        self._pool.sync()
-        signs = np.ascontiguousarray(batch.signs, dtype=np.int8)
-        logged = self._undo_on is not None and (self.llvm_module.overflow_sites or self._pool.may_fail())
+            pointers[j] = _address(a)
+        for j in feed.strings:
+            col = cols[j]
+            if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
+                col = col.combine_chunks()      # one dictionary encoding, not one per chunk
+            # one-character flag columns: encoded from their bytes (cheaper than Arrow's hash)
+            flags = one_byte_dictionary(col) if n >= _BYTE_CODES_FROM else None
+            a = self._pool.encode(col if flags is None else flags)
+            keep.append(a)
+            pointers[j] = _address(a)
+        for j in feed.bools:
+            a = np.ascontiguousarray(cols[j], dtype=np.bool_).view(np.uint8)
+            keep.append(a)
+            pointers[j] = _address(a)
+        pool = self._pool
+        pool.sync()
+        signs = batch.signs
+        if signs.__class__ is not np.ndarray or signs.dtype != np.int8 or not signs.flags.c_contiguous:
+            signs = np.ascontiguousarray(signs, dtype=np.int8)
+        logged = feed.logged or (self._undo_on is not None and pool.may_fail())
         if logged:
             self._undo_on.value = 1
-        self._process[decl.name](n, signs.ctypes.data, *pointers)
-        failure = self._pool.take_error()
+        feed.process(n, _address(signs), *pointers)
+        failure = pool.take_error()
         site = self._overflow_site.value
         if logged:
             if failure is not None or site >= 0:
@@ -200,7 +217,7 @@ class LLVMEngine(Engine):
                 raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "
                                  "not reliable any more")
             raise InputError(f"{failure}; the batch was rejected, the views are unchanged")
-        self._pool.maybe_collect(self._string_keys)
+        pool.maybe_collect(self._string_keys)
 
     # ---------------------------------------------------------------- memory
     def compact(self) -> None:
@@ -338,3 +355,28 @@ class LLVMEngine(Engine):
 
 def _value(v, t):
     return float(v) if t == FLOAT else int(v)
+
+
+class _Feed:
+    __slots__ = ("process", "numeric", "strings", "bools", "pointers", "logged")
+
+    def __init__(self, process, numeric, strings, bools, pointers, logged):
+        self.process = process          # the relation's native entry point (None: not read)
+        self.numeric = numeric          # positions of the INT/FLOAT/DATE columns read
+        self.strings = strings          # ... STRING columns read (dictionary ids)
+        self.bools = bools              # ... BOOL columns read (bytes)
+        self.pointers = pointers        # one address per column; unread columns' stand-in
+        self.logged = logged            # every batch runs with the undo log (checked integers)
+
+
+_UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
+_UNREAD_ADDRESS = _UNREAD.ctypes.data
+
+
+def _address(a: np.ndarray) -> int:
+    """The data address of a contiguous array (ctypes' from_buffer is ~3x cheaper than
+    ndarray.ctypes; read-only arrays, e.g. zero-copy from Arrow, take the slow path)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
