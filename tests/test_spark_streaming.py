@@ -1,0 +1,148 @@
+"""Structured Streaming input (issue 10 item 8): toaster.backends.spark.streaming.maintain over
+directories of CSV files (inserts and deletions, `seq|op|...` lines), one file per relation per
+micro-batch; the views equal DuckDB's (over the same files, read by toaster's own CSV reader)
+after every micro-batch; restarts with the same locations after a crash on either side of
+Spark's commit apply every micro-batch exactly once; locations that disagree are refused."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from toaster.backends.spark.engine import SparkEngine
+from toaster.backends.spark.streaming import StreamStateError, maintain
+from toaster.checkpoint import latest_checkpoint
+from toaster.errors import InputError
+from toaster.pipeline import compile_sql
+from toaster.runtime.csv_source import parse_csv_lines
+
+from test_checkpoint import SQL, assert_matches_duckdb, write_inputs
+
+FILES = 4        # per relation
+
+
+@pytest.fixture(scope="module")
+def comp():
+    return compile_sql(SQL, mode="batch")
+
+
+def _split_inputs(tmp_path: Path) -> dict:
+    """r.csv and s.csv (inserts and deletions of present rows) cut into FILES pieces each, kept
+    aside in tmp_path/pieces; returns {relation: [piece paths]} in stream order."""
+    write_inputs(tmp_path, 7, n_r=24, n_s=12)
+    pieces = {}
+    for rel in ("R", "S"):
+        lines = (tmp_path / f"{rel.lower()}.csv").read_text().splitlines(keepends=True)
+        step = -(-len(lines) // FILES)
+        out = tmp_path / "pieces" / rel.lower()
+        out.mkdir(parents=True)
+        pieces[rel] = []
+        for i in range(FILES):
+            p = out / f"{rel.lower()}-{i}.csv"
+            p.write_text("".join(lines[i * step:(i + 1) * step]))
+            pieces[rel].append(p)
+    return pieces
+
+
+def _arrive(pieces: dict, dirs: dict, upto: int) -> None:
+    """Files 0..upto-1 of every relation present in its input directory, oldest first (Spark's
+    file source takes them by modification time)."""
+    for rel, files in pieces.items():
+        for i, f in enumerate(files[:upto]):
+            target = dirs[rel] / f.name
+            if not target.exists():
+                shutil.copy(f, target)
+                os.utime(target, (1_000_000 + i, 1_000_000 + i))
+
+
+def _reference_batches(decls: dict, pieces: dict, upto: int) -> list:
+    """The first `upto` files of every relation, read by toaster's CSV reader (not Spark's)."""
+    return [b for rel, files in pieces.items() for f in files[:upto]
+            for b in parse_csv_lines(decls[rel], f.read_text().splitlines(), path=str(f))]
+
+
+def _run(comp, spark, dirs, ckpt, **kw):
+    """One availableNow run of the maintenance query, a file per relation per micro-batch; the
+    views are compared with DuckDB after every micro-batch (in the callback: a failure there
+    fails the query)."""
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+    seen = []
+
+    def check(eng, batch_id, batches):
+        seen.append(batch_id)
+        assert assert_matches_duckdb(comp, eng, _reference_batches(eng.relations, kw["pieces"], batch_id + 1)) > 0
+
+    stream = maintain(engine, spark, {rel: str(d) for rel, d in dirs.items()}, str(ckpt),
+                      trigger={"availableNow": True}, max_files_per_trigger=1, on_batch=check)
+    try:
+        stream.awaitTermination(240)
+        assert not stream.query.isActive, "the availableNow query did not finish in 240 s"
+        assert stream.query.exception() is None, stream.query.exception()
+    finally:
+        stream.stop()
+        engine.close()
+    assert seen == stream.applied
+    return stream
+
+
+def test_micro_batches_equal_duckdb_and_restarts_are_exactly_once(comp, spark, tmp_path):
+    pieces = _split_inputs(tmp_path)
+    assert any(line.split("|")[1] == "0" for f in pieces["R"] for line in f.read_text().splitlines())
+    dirs = {rel: tmp_path / "in" / rel.lower() for rel in pieces}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    ckpt = tmp_path / "ckpt"
+    state = ckpt / "toaster"
+
+    _arrive(pieces, dirs, 2)
+    first = _run(comp, spark, dirs, ckpt, pieces=pieces)
+    assert (first.applied, first.skipped) == ([0, 1], [])
+
+    # crash after toaster's checkpoint of micro-batch 1, before Spark committed it: Spark runs
+    # micro-batch 1 again (same files), toaster skips it
+    for name in ("1", ".1.crc"):
+        (ckpt / "commits" / name).unlink(missing_ok=True)
+    _arrive(pieces, dirs, 3)
+    second = _run(comp, spark, dirs, ckpt, pieces=pieces)
+    assert (second.skipped, second.applied) == ([1], [2])
+
+    # crash after micro-batch 3 was applied but before its toaster checkpoint was written:
+    # restored at 2, Spark runs 3 again, applied once
+    _arrive(pieces, dirs, 4)
+    third = _run(comp, spark, dirs, ckpt, pieces=pieces)
+    assert third.applied == [3]
+    shutil.rmtree(latest_checkpoint(state))
+    for name in ("3", ".3.crc"):
+        (ckpt / "commits" / name).unlink(missing_ok=True)
+    fourth = _run(comp, spark, dirs, ckpt, pieces=pieces)
+    assert (fourth.skipped, fourth.applied) == ([], [3])
+
+    # the toaster state gone while Spark's checkpoint remains: refused, nothing started
+    shutil.rmtree(state)
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+    try:
+        with pytest.raises(StreamStateError, match="committed micro-batch 3"):
+            maintain(engine, spark, {rel: str(d) for rel, d in dirs.items()}, str(ckpt))
+        assert not spark.streams.active
+    finally:
+        engine.close()
+
+
+def test_bad_operation_fails_the_micro_batch(comp, spark, tmp_path):
+    for rel in ("r", "s"):
+        (tmp_path / rel).mkdir()
+    (tmp_path / "r" / "r-0.csv").write_text("1|1|3|a|1995-01-01\n2|7|4|b|1995-01-02\n")
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+    stream = maintain(engine, spark, {"R": str(tmp_path / "r"), "S": str(tmp_path / "s")},
+                      str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    try:
+        with pytest.raises(InputError, match=r"R: bad operation '7' \(expected 1 = insert, 0 = delete\) "
+                                             r"in file:.*/r-0\.csv"):
+            stream.awaitTermination(240)       # the toaster error, not Spark's wrapper
+        assert stream.query.exception() is not None
+        assert stream.applied == [] and latest_checkpoint(tmp_path / "ckpt" / "toaster") is None
+    finally:
+        stream.stop()
+        engine.close()
