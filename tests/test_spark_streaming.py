@@ -5,8 +5,11 @@ after every micro-batch; restarts with the same locations after a crash on eithe
 Spark's commit apply every micro-batch exactly once; locations that disagree are refused."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +20,12 @@ from toaster.checkpoint import latest_checkpoint
 from toaster.errors import InputError
 from toaster.pipeline import compile_sql
 from toaster.runtime.csv_source import parse_csv_lines
+from toaster.runtime.output import format_results
 
 from test_checkpoint import SQL, assert_matches_duckdb, write_inputs
 
 FILES = 4        # per relation
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +151,26 @@ def test_bad_operation_fails_the_micro_batch(comp, spark, tmp_path):
     finally:
         stream.stop()
         engine.close()
+
+
+def test_cli_stream_dirs_resume_from_the_checkpoint_dir(tmp_path):
+    pieces = _split_inputs(tmp_path)
+    dirs = {rel: tmp_path / "in" / rel.lower() for rel in pieces}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    args = [sys.executable, "-m", "toaster.pipeline", str(tmp_path / "q.sql"), "--run", "--backend", "spark",
+            "--master", "local[2]", "--stream-dir", f"R={dirs['R']}", "--stream-dir", f"S={dirs['S']}",
+            "--checkpoint-dir", str(tmp_path / "ckpt"), "--stream-once", "--stream-max-files", "1",
+            "--output", "json"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for upto, applied in ((2, 2), (FILES, FILES - 2)):      # then a restart that sees two more files
+        _arrive(pieces, dirs, upto)
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert f"micro-batches applied {applied}, already applied before a restart 0" in done.stderr
+        engine = compile_sql(SQL).engine("interp")
+        for b in _reference_batches(engine.relations, pieces, upto):
+            engine.apply(b)
+        assert json.loads(done.stdout) == json.loads(format_results(engine.results(), "json"))
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir() if not p.name.startswith(".")) == \
+        ["commits", "metadata", "offsets", "sources", "toaster"], "the engine's delta log is removed"

@@ -203,7 +203,7 @@ def _restored_batch_id(engine, state_dir: str, checkpoint_location: str) -> int:
 
 def maintain(engine_or_sql, spark, sources: dict, checkpoint_location: str, *, state_dir: str | None = None,
              trigger: dict | None = None, max_files_per_trigger: int | None = None, base_dir: str | None = None,
-             keep: int = 2, on_batch=None, query_name: str | None = None, **engine_options) -> ToasterStream:
+             keep: int = 2, on_batch=None, on_start=None, query_name: str | None = None, **engine_options) -> ToasterStream:
     """Start a streaming query that keeps the views of `engine_or_sql` (an Engine, or SQL text
     compiled for the spark engine on `spark`) up to date with the CSV files arriving in the
     `sources` directories ({relation: directory}, every STREAM the views read).
@@ -214,7 +214,8 @@ def maintain(engine_or_sql, spark, sources: dict, checkpoint_location: str, *, s
     restored and the stream continues exactly once. TABLEs the views read are loaded from their
     FROM FILE sources (relative to base_dir) when the state is new. trigger: keyword arguments
     of DataStreamWriter.trigger (e.g. {"availableNow": True}; default Spark's: as fast as
-    possible). on_batch(engine, batch_id, batches), if given, runs after each applied
+    possible). on_start(engine), if given, runs once the state is restored (or the tables
+    loaded), before the query starts; on_batch(engine, batch_id, batches) after each applied
     micro-batch and its checkpoint."""
     from toaster.checkpoint import checkpoint_name, prune_checkpoints
     engine = _engine(engine_or_sql, spark, engine_options)
@@ -238,6 +239,8 @@ def maintain(engine_or_sql, spark, sources: dict, checkpoint_location: str, *, s
     restored = _restored_batch_id(engine, state_dir, checkpoint_location)
     if restored < 0:
         _load_tables(engine, [decls[n] for n in sorted(needed) if decls[n].kind == "table"], base_dir)
+    if on_start is not None:
+        on_start(engine)
     order = [n for n in decls if n in sources]          # declaration order within a micro-batch
     handle = ToasterStream(None, engine, state_dir, restored)
 
