@@ -174,3 +174,32 @@ def test_cli_stream_dirs_resume_from_the_checkpoint_dir(tmp_path):
         assert json.loads(done.stdout) == json.loads(format_results(engine.results(), "json"))
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir() if not p.name.startswith(".")) == \
         ["commits", "metadata", "offsets", "sources", "toaster"], "the engine's delta log is removed"
+
+
+def test_arrow_micro_batch_to_toaster_batches_without_spark(comp):
+    """A micro-batch as Spark's toArrow gives it (large strings, dates, empty strings as null)
+    becomes one Batch per relation, in declaration order, with Arrow columns and signs."""
+    import datetime
+    import pyarrow as pa
+    from toaster.backends.spark.streaming import (FILE_COLUMN, OP_COLUMN, RELATION_COLUMN, SEQ_COLUMN,
+                                                  arrow_batches)
+    decls = compile_sql(SQL).engine("interp").relations
+    d = datetime.date(1995, 1, 2)
+    table = pa.table({RELATION_COLUMN: ["S", "R", "R", "R"], FILE_COLUMN: ["f:s", "f:r", "f:r", "f:r"],
+                      SEQ_COLUMN: [1, 2, 3, 4], OP_COLUMN: ["1", "1", "1", "0"],
+                      "R__A": [None, 3, 4, 3], "R__B": pa.array([None, None, "x", None], pa.large_string()),
+                      "R__C": pa.array([None, d, d, d], pa.date32()),
+                      "S__B": pa.array(["y", None, None, None], pa.large_string()),
+                      "S__D": [1.5, None, None, None]})
+    r, s = arrow_batches(table, decls, ["R", "S"])
+    assert (r.relation, list(r.signs), s.relation, list(s.signs)) == ("R", [1, 1, -1], "S", [1])
+    assert [c.to_pylist() for c in r.columns] == [[3, 4, 3], ["", "x", ""], [d, d, d]]
+    assert all(isinstance(c, pa.Array) for c in r.columns + s.columns), "columnar, no row loop"
+    engine = compile_sql(SQL).engine("interp")
+    engine.apply_many([r, s])
+    same_lines = [*parse_csv_lines(decls["R"], ["2|1|3||1995-01-02", "3|1|4|x|1995-01-02", "4|0|3||1995-01-02"]),
+                  *parse_csv_lines(decls["S"], ["1|1|y|1.5"])]
+    assert assert_matches_duckdb(comp, engine, same_lines) > 0
+    bad = table.set_column(4, "R__A", pa.array([None, None, 4, 3], pa.int64()))
+    with pytest.raises(InputError, match="R: empty field for column A in f:r"):
+        arrow_batches(bad, decls, ["R", "S"])

@@ -132,11 +132,16 @@ def arrow_batches(table, decls: dict, relations) -> list:
             continue
         decl = decls[name]
         names = [_column(name, c.name) for c in decl.columns]
+        columns = []
         for col_name, c in zip(names, decl.columns):
-            if rows[col_name].null_count:
+            col = _canonical(rows[col_name].combine_chunks())
+            if c.type.value == "string":    # Spark reads an empty field as null; toaster as ''
+                col = pc.fill_null(col, "")
+            elif col.null_count:
                 bad = rows.filter(pc.is_null(rows[col_name]))
-                raise InputError(f"{name}: empty or malformed field for column {c.name} "
+                raise InputError(f"{name}: empty field for column {c.name} "
                                  f"in {bad[FILE_COLUMN][0].as_py()}")
+            columns.append(col)
         signs = None
         if csv_settings(decl)[1]:
             op = rows[OP_COLUMN]
@@ -146,7 +151,6 @@ def arrow_batches(table, decls: dict, relations) -> list:
                 raise InputError(f"{name}: bad operation {bad[OP_COLUMN][0].as_py()!r} (expected 1 = insert, "
                                  f"0 = delete) in {bad[FILE_COLUMN][0].as_py()}")
             signs = np.where(pc.equal(op, "0").to_numpy(zero_copy_only=False), -1, 1).astype(np.int8)
-        columns = [_canonical(rows[n].combine_chunks()) for n in names]
         out.append(Batch.from_columns(name, columns, signs=signs))
     return out
 
