@@ -77,6 +77,9 @@ def test_worker_killed_mid_stream_views_equal_duckdb(tmp_path):
         holders = [i for i in range(2) if _python_workers(cluster, i)]
         assert holders, "no worker ran Python tasks"
         victim = holders[0]
+        for i in range(2):   # the driver's toaster reached every executor (addPyFile: first on sys.path)
+            assert list((tmp_path / "cluster" / f"work-{i}").glob("app-*/*/toaster-package-*.zip")), \
+                f"worker {i} got no toaster package"
         cluster.kill_worker(victim)
         killed_at = _newest(state)
         assert not any(p for p in process_tree(cluster.workers[victim].pid)[1:]), "the worker's tree is gone"
