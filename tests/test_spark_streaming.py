@@ -17,7 +17,7 @@ import pytest
 from toaster.backends.spark.engine import SparkEngine
 from toaster.backends.spark.streaming import StreamStateError, maintain
 from toaster.checkpoint import latest_checkpoint
-from toaster.errors import InputError
+from toaster.errors import InputError, UnsupportedError
 from toaster.pipeline import compile_sql
 from toaster.runtime.csv_source import parse_csv_lines
 from toaster.runtime.output import format_results
@@ -203,3 +203,21 @@ def test_arrow_micro_batch_to_toaster_batches_without_spark(comp):
     bad = table.set_column(4, "R__A", pa.array([None, None, 4, 3], pa.int64()))
     with pytest.raises(InputError, match="R: empty field for column A in f:r"):
         arrow_batches(bad, decls, ["R", "S"])
+
+
+def test_refusals_before_any_spark_work(tmp_path):
+    """Checked before the query starts (no Spark needed): an engine that already holds stream
+    updates with no toaster checkpoint, a stream without a directory, a TABLE given a directory."""
+    engine = compile_sql(SQL).engine("interp")
+    decls = engine.relations
+    for b in parse_csv_lines(decls["R"], ["1|1|3|a|1995-01-01"]):
+        engine.apply(b)
+    with pytest.raises(StreamStateError, match="already holds stream updates"):
+        maintain(engine, None, {"R": str(tmp_path), "S": str(tmp_path)}, str(tmp_path / "ckpt"))
+    with pytest.raises(UnsupportedError, match="without a directory for stream S"):
+        maintain(compile_sql(SQL).engine("interp"), None, {"R": str(tmp_path)}, str(tmp_path / "ckpt"))
+    tables = compile_sql("CREATE TABLE T(A int) FROM FILE 't.csv' LINE DELIMITED CSV; "
+                         "CREATE STREAM R(A int) FROM FILE 'r.csv' LINE DELIMITED CSV; "
+                         "SELECT SUM(R.A) FROM R, T WHERE R.A = T.A;").engine("interp")
+    with pytest.raises(UnsupportedError, match="TABLE T"):
+        maintain(tables, None, {"R": str(tmp_path), "T": str(tmp_path)}, str(tmp_path / "ckpt"))

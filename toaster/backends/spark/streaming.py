@@ -190,18 +190,27 @@ def _spark_committed(checkpoint_location: str) -> int | None:
 
 
 def _restored_batch_id(engine, state_dir: str, checkpoint_location: str) -> int:
-    from toaster.checkpoint import latest_checkpoint
+    """Check that the two locations agree, restore the newest toaster checkpoint (if any) and
+    return the micro-batch id it holds (-1: none)."""
+    from toaster.checkpoint import latest_checkpoint, read_manifest
     newest = latest_checkpoint(state_dir) if os.path.isdir(state_dir) else None
     restored = -1
     if newest is not None:
-        position = engine.restore(newest) or {}
+        position = read_manifest(newest).get("position") or {}
         restored = int((position.get("stream") or {}).get("batch_id", -1))
+    elif getattr(engine, "_streamed", False):
+        # e.g. an engine reused after a failed micro-batch: its views may hold updates that
+        # Spark will deliver again
+        raise StreamStateError(f"the engine already holds stream updates but {state_dir} holds no "
+                               "checkpoint: start from a fresh engine")
     committed = _spark_committed(checkpoint_location)
     if committed is not None and not (committed <= restored <= committed + 1):
         raise StreamStateError(
             f"{state_dir} holds the views after micro-batch {restored}, but Spark's checkpoint "
             f"{checkpoint_location} committed micro-batch {committed}: they belong to different runs "
             f"(use the same pair of locations, or new ones for a fresh start)")
+    if newest is not None:
+        engine.restore(newest)
     return restored
 
 
