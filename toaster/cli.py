@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --checkpoint-dir: restore the newest complete checkpoint in DIR, skip "
                          "the input it consumed and continue (starts afresh if DIR has none)")
     ap.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    ap.add_argument("--stream-dir", action="append", default=[], metavar="REL=DIR",
+                    help="with --run --backend spark: read stream REL from the CSV files arriving in DIR "
+                         "(Spark Structured Streaming; repeatable) instead of its FROM FILE; needs "
+                         "--checkpoint-dir (Spark's checkpoint location; restarts resume from it)")
+    ap.add_argument("--stream-once", action="store_true",
+                    help="with --stream-dir: process the files present now, print the views, exit "
+                         "(default: keep running, a micro-batch as files arrive)")
+    ap.add_argument("--stream-max-files", metavar="N", type=int, default=None,
+                    help="with --stream-dir: at most N new files per relation in a micro-batch")
     ap.add_argument("--base-dir", default=None, help="resolve relative FROM FILE / INCLUDE paths here")
     ap.add_argument("--traceback", action="store_true", help="on an internal error, print the traceback")
     return ap
@@ -195,7 +204,9 @@ def run(args) -> int:
         raise UsageError("no query file given")
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, not {args.batch_size}")
-    _check_checkpoint_flags(args)
+    _check_stream_flags(args)
+    if not args.stream_dir:
+        _check_checkpoint_flags(args)
     backend = get_backend(args.backend)
     mode = args.mode or backend.default_mode
     stages = _stage_list(args.dump_ir) if args.dump_ir else []
@@ -239,7 +250,9 @@ def run(args) -> int:
         wanted = [i for i, p in enumerate(pm.passes) if p.name in named or "all" in named]
         if wanted:
             pm.run(comp.stores[branch], max(wanted))
-    if args.run:
+    if args.run and args.stream_dir:
+        _run_stream(comp, args)
+    elif args.run:
         _run_engine(comp, args)
     elif not (stages or args.explain or args.dot or named):
         comp.stage(backend.stage, backend.branch)   # compile only: check that the backend accepts it
@@ -287,6 +300,71 @@ def _print_times(comp) -> None:
         total += r.seconds
         print(f"{r.branch:12s} {r.spec:40s} {r.seconds:9.4f}  {'yes' if r.changed else 'no'}", file=sys.stderr)
     print(f"{'':12s} {'total':40s} {total:9.4f}", file=sys.stderr)
+
+
+def _check_stream_flags(args) -> None:
+    if not args.stream_dir:
+        for flag, given in (("--stream-once", args.stream_once), ("--stream-max-files", args.stream_max_files)):
+            if given:
+                raise UsageError(f"{flag} needs --stream-dir")
+        return
+    if not args.run or args.backend != "spark":
+        raise UsageError("--stream-dir needs --run --backend spark")
+    if args.checkpoint_dir is None:
+        raise UsageError("--stream-dir needs --checkpoint-dir (Spark's checkpoint location)")
+    for flag, given in (("--checkpoint-every", args.checkpoint_every is not None), ("--resume", args.resume),
+                        ("--batch-size", args.batch_size is not None)):
+        if given:    # a checkpoint after every micro-batch, restarts always resume, Spark sizes batches
+            raise UsageError(f"{flag} does not apply to --stream-dir")
+    if args.stream_max_files is not None and args.stream_max_files < 1:
+        raise UsageError(f"--stream-max-files must be at least 1, not {args.stream_max_files}")
+    for item in args.stream_dir:
+        rel, eq, directory = item.partition("=")
+        if not eq or not rel or not directory:
+            raise UsageError(f"--stream-dir wants REL=DIR, not {item!r}")
+
+
+def _run_stream(comp, args) -> None:
+    """--stream-dir: maintain the views over Structured Streaming sources
+    (toaster.backends.spark.streaming); Spark's checkpoint location is --checkpoint-dir, toaster's
+    checkpoints go in DIR/toaster and the engine's delta log in DIR/spark-log."""
+    from toaster.backends.spark.session import get_spark
+    from toaster.backends.spark.streaming import maintain
+    from toaster.runtime.output import format_changes, format_results, result_changes
+    spark_log = os.path.join(args.checkpoint_dir, SPARK_LOG)
+    shutil.rmtree(spark_log, ignore_errors=True)
+    spark = get_spark(args.master)
+    engine = comp.engine("spark", checkpoint_dir=spark_log)
+    sources = dict(item.split("=", 1) for item in args.stream_dir)
+    state = {"before": None}
+
+    def on_batch(eng, batch_id, batches):
+        if args.emit == "changes":
+            after = eng.results()
+            sys.stdout.write(format_changes(batch_id + 1, result_changes(state["before"], after), args.output))
+            state["before"] = after
+        elif not args.stream_once:
+            out = format_results(eng.results(), args.output)
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        sys.stdout.flush()
+    try:
+        stream = maintain(engine, spark, sources, args.checkpoint_dir, base_dir=args.base_dir,
+                          trigger={"availableNow": True} if args.stream_once else None,
+                          max_files_per_trigger=args.stream_max_files,
+                          on_batch=on_batch if args.emit == "changes" or not args.stream_once else None,
+                          on_start=lambda eng: state.update(before=eng.results() if args.emit == "changes" else None))
+        try:
+            stream.awaitTermination()
+        finally:
+            stream.stop()
+        if args.stream_once and args.emit != "changes":
+            out = format_results(engine.results(), args.output)
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        print(f"toaster: micro-batches applied {len(stream.applied)}, already applied before a "
+              f"restart {len(stream.skipped)}", file=sys.stderr)
+    finally:
+        engine.close()
+        shutil.rmtree(spark_log, ignore_errors=True)
 
 
 def _check_checkpoint_flags(args) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 
 _session = None
@@ -65,9 +66,13 @@ def get_spark(master: str | None = None):
 
 def _build(master):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # executors run the driver's interpreter (pyspark's default is whatever `python3` is on
+    # their PATH, which may lack toaster's dependencies); set PYSPARK_PYTHON to override
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    master = master or os.environ.get("TOASTER_SPARK_MASTER", "local[*]")
     session = (SparkSession.builder
-               .master(master or os.environ.get("TOASTER_SPARK_MASTER", "local[*]"))
+               .master(master)
                .appName("toaster")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -77,7 +82,39 @@ def _build(master):
                        f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        ship_toaster(session.sparkContext)
     return session
+
+
+def ship_toaster(sc) -> None:
+    """Put the driver's copy of the toaster package on every executor's Python path (a zip
+    through `addPyFile`): the generated blocks import toaster.functions and the runtime's
+    helpers, and on a cluster executors must run the same code as the driver, installed or
+    not (the shipped copy comes first on their sys.path)."""
+    import atexit
+    import tempfile
+    import zipfile
+    import toaster
+    package = os.path.dirname(os.path.abspath(toaster.__file__))
+    fd, path = tempfile.mkstemp(prefix="toaster-package-", suffix=".zip")
+    os.close(fd)
+    atexit.register(_remove, path)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for folder, subdirs, files in os.walk(package):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            for f in sorted(files):
+                if not f.endswith((".pyc", ".pyo")):
+                    full = os.path.join(folder, f)
+                    z.write(full, os.path.relpath(full, os.path.dirname(package)))
+    sc.addPyFile(path)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _start_timeout() -> float:
