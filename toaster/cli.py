@@ -386,7 +386,9 @@ def _run_engine(comp, args) -> None:
     from toaster.checkpoint import InputPosition, checkpoint_name, latest_checkpoint, prune_checkpoints
     from toaster.runtime.csv_source import open_sources
     from toaster.runtime.output import format_changes, format_results, result_changes
+    from toaster.runtime.read_ahead import ReadAhead
     ckpt_dir = args.checkpoint_dir
+    read_ahead = None
     spark_log = None
     if args.backend == "spark" and ckpt_dir is not None:
         # the spark engine's own durable delta log (not a toaster checkpoint: never read on
@@ -394,21 +396,25 @@ def _run_engine(comp, args) -> None:
         spark_log = os.path.join(ckpt_dir, SPARK_LOG)
         shutil.rmtree(spark_log, ignore_errors=True)
         engine = comp.engine(args.backend, checkpoint_dir=spark_log)
+        reads = engine
     else:
-        engine = comp.engine(args.backend)
+        engine, reads = _build_engine(comp, args.backend, in_background=ckpt_dir is None)
     try:
         if ckpt_dir is not None:
             engine._checkpoint_state(with_tables=False)    # refuses backends without checkpoints now
-        relations = list(engine.relations.values())
+        relations = list(reads.relations.values())
         if not any(r.source is not None for r in relations):
             print(f"toaster: warning: no relation of {args.query} declares a source (FROM FILE); "
                   "the views stay as they start", file=sys.stderr)
         # only the relations whose updates can change a view, only the columns the engine reads;
         # batches are read as they are applied (chunked files): memory O(chunk + batch + state)
         tables, streams = open_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
-                                       relations_used=engine.relations_needed(),
-                                       columns=engine.columns_needed)
-        batches = itertools.chain(tables, streams)
+                                       relations_used=reads.relations_needed(),
+                                       columns=reads.columns_needed)
+        # the next batches are parsed while the engine applies one (and while it compiles)
+        batches = read_ahead = ReadAhead(itertools.chain(tables, streams))
+        if engine is None:
+            engine = reads.engine()
         position = InputPosition(args.batch_size, {r.name: r.source.path for r in relations if r.source})
         saved_at = None          # position.batches of the newest checkpoint on disk
         if args.resume:
@@ -453,9 +459,51 @@ def _run_engine(comp, args) -> None:
         print(f"toaster: {events:,} events in {applied:,} batches, {seconds:.2f} s "
               f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)", file=sys.stderr)
     finally:
-        engine.close()
+        if read_ahead is not None:
+            read_ahead.close()
+        if engine is None:                  # built in the background: wait for it, then free it
+            engine = reads.engine_if_built()
+        if engine is not None:
+            engine.close()
         if spark_log is not None:
             shutil.rmtree(spark_log, ignore_errors=True)
+
+
+class _EngineInBackground:
+    """What an engine being built in a thread reads (ProgramReads), and the engine when ready."""
+
+    def __init__(self, reads, future):
+        self.relations = {r.name: r for r in reads.program.relations}
+        self.relations_needed = reads.relations_needed
+        self.columns_needed = reads.columns_needed
+        self._future = future
+
+    def engine(self):
+        return self._future.result()
+
+    def engine_if_built(self):
+        """The engine, or None if building it failed (cleanup after another error)."""
+        try:
+            return self._future.result()
+        except BaseException:
+            return None
+
+
+def _build_engine(comp, backend: str, in_background: bool):
+    """(engine, reads): a backend that knows what it reads before it is built (`Backend.reads`:
+    llvm) is built in a thread -- the JIT runs in LLVM without the GIL -- while the caller opens
+    and reads the input; then engine is None and reads.engine() waits for it."""
+    from concurrent.futures import ThreadPoolExecutor
+    from toaster.backends import get_backend
+    b = get_backend(backend)
+    if b.reads is None or not in_background:
+        engine = comp.engine(backend)
+        return engine, engine
+    reads = b.reads(comp.stage(b.stage, b.branch))     # the Python stages run here, not in the thread
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toaster-build-engine")
+    future = pool.submit(comp.engine, backend)
+    pool.shutdown(wait=False)
+    return None, _EngineInBackground(reads, future)
 
 
 def _progress(batches, args):

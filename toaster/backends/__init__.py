@@ -22,6 +22,10 @@ class Backend:
     branch: str = "local"           # the pipeline branch that produces that stage
     default_mode: str = "tuple"     # trigger mode the CLI compiles for it unless --mode says otherwise
     description: str = ""
+    # reads(ir) -> an object with relations_needed() and columns_needed(relation), as the
+    # engine would answer them, without building the engine: `--run` then reads the input
+    # while the engine is built (the LLVM JIT) in a thread
+    reads: Callable | None = None
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -76,6 +80,12 @@ register_backend(Backend("calc", "calc", _calc,
                          description="re-evaluates the calculus definitions after each batch (no IVM)"))
 register_backend(Backend("k3", "k3", _k3, description="interpreter of the K3 program (debugging)"))
 register_backend(Backend("imp", "imp", _imp, description="interpreter of the imperative IR (debugging)"))
-register_backend(Backend("llvm", "llvm", _llvm, description="native code JIT-compiled through LLVM"))
+def _llvm_reads(llvm_module):
+    from toaster.runtime.reads import ProgramReads
+    return ProgramReads(llvm_module.program)
+
+
+register_backend(Backend("llvm", "llvm", _llvm, description="native code JIT-compiled through LLVM",
+                         reads=_llvm_reads))
 register_backend(Backend("spark", "spark", _spark, branch="distributed", default_mode="batch",
                          description="generated PySpark program (distributed)"))

@@ -41,6 +41,27 @@ def columns_read(program, relation: str, ncols: int) -> tuple:
     return tuple(used)
 
 
+class ProgramReads:
+    """relations_needed() / columns_needed(relation) of a program, as its engine answers them
+    (the engine delegates here), known before the engine is built: `--run` opens the files
+    with them while the LLVM engine compiles."""
+
+    def __init__(self, program):
+        self.program = program
+        self._decls = {r.name: r for r in program.relations}
+        self._columns: dict = {}
+
+    def relations_needed(self) -> frozenset:
+        return relations_read(self.program)
+
+    def columns_needed(self, relation: str) -> tuple:
+        need = self._columns.get(relation)
+        if need is None:
+            decl = self._decls[relation.upper()]
+            need = self._columns[relation] = columns_read(self.program, decl.name, len(decl.columns))
+        return need
+
+
 def _names_in(obj) -> set:
     """Every `.name` of a node (Var, LocalRef, ...) inside a nested frozen-dataclass IR."""
     out, stack = set(), [obj]

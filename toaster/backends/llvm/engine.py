@@ -39,7 +39,7 @@ from toaster.errors import InputError
 from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
-from toaster.runtime.reads import columns_read, relations_read
+from toaster.runtime.reads import ProgramReads
 from toaster.runtime.string_codes import one_byte_dictionary
 from toaster.types import FLOAT, STRING, BOOL
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
@@ -130,21 +130,16 @@ class LLVMEngine(Engine):
         self._pool.check_errors()
         if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
-        # what each relation's triggers read, found once here rather than in the first apply
-        self._needed: dict = {r: columns_read(prog, r, len(d.columns)) for r, d in self.relations.items()}
+        self._reads = ProgramReads(prog)
         self._plans: dict = {}
         self._open = True
 
     # ---------------------------------------------------------------- input
     def relations_needed(self) -> frozenset:
-        return relations_read(self.program)
+        return self._reads.relations_needed()
 
     def columns_needed(self, relation: str) -> tuple:
-        decl = self._decl(relation)
-        need = self._needed.get(decl.name)
-        if need is None:
-            need = self._needed[decl.name] = columns_read(self.program, decl.name, len(decl.columns))
-        return need
+        return self._reads.columns_needed(self._decl(relation).name)
 
     def _feed(self, decl) -> "_Feed":
         """How a batch of `decl` becomes the native call's arguments (built once per relation)."""
