@@ -3,9 +3,11 @@
 For each TPC-H query (default Q1, Q3, Q6, Q17) at --scale (default 0.1): dbgen's tables are
 written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as tables), then
   toaster: `python -m toaster.pipeline Q.sql --backend llvm --run` in a fresh process (compile,
-           read every file, keep the view fresh after every tuple, print the answer), wall time;
+           read every file, keep the view fresh after every tuple, print the answer), wall time,
+           with the default LLVM pipeline (O2) and with `--opt-level 1` (the light one);
   DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
-and the table gives both and their ratio (the issue's target: toaster <= 2x DuckDB).
+and the table gives both, their ratio (the issue's target: toaster <= 2x DuckDB), and whether
+toaster's answers equal DuckDB's.
 """
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ def _columns(rel: str) -> dict:
     return cols
 
 
-def duckdb_once(csv_dir: str, oracle_sql, relations) -> float:
-    """Seconds for DuckDB to read the relations' CSV files and compute every query once."""
+def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list]:
+    """(seconds for DuckDB to read the relations' CSV files and compute every query once, the
+    answer of each query)."""
     import duckdb
     t0 = time.perf_counter()
     con = duckdb.connect()
@@ -58,10 +61,52 @@ def duckdb_once(csv_dir: str, oracle_sql, relations) -> float:
         path = os.path.join(csv_dir, r.lower() + ".csv")
         con.execute(f"CREATE TABLE {r} AS SELECT * FROM read_csv(?, delim='|', header=false, "
                     f"columns={_columns(r)!r})", [path])
-    for q in oracle_sql:
-        con.execute(q).fetchall()
+    answers = [con.execute(q).fetchall() for q in oracle_sql]
     con.close()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, answers
+
+
+def _cell(v):
+    """A CSV cell of toaster's output or a DuckDB value, as one comparable value."""
+    if isinstance(v, str):
+        for conv in (int, float):
+            try:
+                return conv(v)
+            except ValueError:
+                pass
+        return v
+    if isinstance(v, (int, float)):
+        return v
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return float(v)         # Decimal
+
+
+def same_answer(csv_text: str, duck_rows) -> str | None:
+    """None if toaster's `--output csv` of one query equals DuckDB's rows (numbers to the
+    oracle's tolerance), else what differs."""
+    from toaster.testing import values_equal
+    lines = [ln for ln in csv_text.strip().splitlines() if ln]
+    ours = sorted((tuple(_cell(c) for c in ln.split(",")) for ln in lines[1:]), key=repr)
+    theirs = sorted((tuple(_cell(c) for c in row) for row in duck_rows), key=repr)
+    if len(ours) != len(theirs):
+        return f"{len(ours)} rows, DuckDB {len(theirs)}"
+    for a, b in zip(ours, theirs):
+        if len(a) != len(b) or not all(values_equal(x, y) for x, y in zip(a, b)):
+            return f"row {a} differs from DuckDB's {b}"
+    return None
+
+
+def _toaster_run(path: str, *flags) -> tuple[float, str | None, str]:
+    """(wall seconds, error or None, stdout) of `python -m toaster.pipeline path --run` in a
+    fresh process."""
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run",
+                          "--output", "csv", *flags], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if run.returncode != 0:
+        return seconds, (run.stderr.strip().splitlines() or ["failed"])[-1][:120], ""
+    return seconds, None, run.stdout
 
 
 def run_end_to_end(args, cfg) -> int:
@@ -84,24 +129,31 @@ def run_end_to_end(args, cfg) -> int:
         comp = compile_sql(text)
         used = sorted(r.name for r in comp.m3.relations
                       if any(t.event.relation == r.name for t in comp.m3.triggers) or r.kind == "table")
-        t0 = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run",
-                              "--output", "csv"], capture_output=True, text=True)
-        toaster_s = time.perf_counter() - t0
-        if run.returncode != 0:
-            rows.append((q.name, None, None, run.stderr.strip().splitlines()[-1][:120] if run.stderr else "failed"))
+        default_s, error, out = _toaster_run(path)
+        light_s, error_light, out_light = _toaster_run(path, "--opt-level", "1")
+        if error or error_light:
+            rows.append((q.name, None, None, None, error or error_light))
             continue
-        duck_s = duckdb_once(csv_dir, comp.oracle_sql, used)
-        rows.append((q.name, toaster_s, duck_s, ""))
+        duck_s, answers = duckdb_once(csv_dir, comp.oracle_sql, used)
+        note = ""
+        if len(answers) == 1:
+            wrong = same_answer(out, answers[0]) or same_answer(out_light, answers[0])
+            note = f"WRONG: {wrong}" if wrong else "= DuckDB"
+        rows.append((q.name, default_s, light_s, duck_s, note))
     lines = [f"End to end, TPC-H SF {scale:g} CSV (insert-only), wall seconds including compile and reading "
              "the files; DuckDB single-threaded.", "",
-             "| query | toaster llvm --run (s) | DuckDB once (s) | ratio | note |", "|---|---|---|---|---|"]
-    for name, ts, ds, note in rows:
+             "| query | toaster llvm --run (s) | ratio | with --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
+             "|---|---|---|---|---|---|---|"]
+
+    def fmt(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    for name, ts, ls, ds, note in rows:
         ratio = f"{ts / ds:.1f}x" if ts and ds else "-"
-        lines.append(f"| {name} | {'-' if ts is None else f'{ts:.2f}'} | {'-' if ds is None else f'{ds:.2f}'} | "
-                     f"{ratio} | {note} |")
+        ratio_light = f"{ls / ds:.1f}x" if ls and ds else "-"
+        lines.append(f"| {name} | {fmt(ts)} | {ratio} | {fmt(ls)} | {ratio_light} | {fmt(ds)} | {note} |")
     report = "\n".join(lines) + "\n"
     with open(os.path.join(cfg.out, "end-to-end.md"), "w") as f:
         f.write(report)
     print(report)
-    return 0 if all(r[1] is not None for r in rows) else 1
+    return 0 if all(r[1] is not None and not r[4].startswith("WRONG") for r in rows) else 1

@@ -350,3 +350,20 @@ def test_in_memory_mode_smoke(tmp_path, data_dir):
     q = comp.queries[0]
     assert compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), len(q.key_columns)) == []
     engine.close()
+
+
+def test_end_to_end_mode_checks_answers(tmp_path, data_dir):
+    """`python -m bench --end-to-end` on tiny tables: both toaster runs (default and --opt-level 1)
+    print DuckDB's answer, and a differing answer is caught."""
+    import datetime
+    from bench.__main__ import main
+    from bench.end_to_end import same_answer
+    out = tmp_path / "out"
+    assert main(["--end-to-end", "--scale", str(SCALE), "--data-dir", data_dir, "--out", str(out),
+                 "--queries", "tpch_q3"]) == 0
+    table = (out / "end-to-end.md").read_text()
+    assert "| tpch_q3 |" in table and "= DuckDB" in table
+    csv = "K,D,V\n1,1995-01-05,2.5\n"
+    assert same_answer(csv, [(1, datetime.date(1995, 1, 5), 2.5)]) is None
+    assert "differs" in same_answer(csv, [(1, datetime.date(1995, 1, 5), 2.6)])
+    assert "rows" in same_answer(csv, [])

@@ -566,3 +566,21 @@ def test_end_to_end_against_interp_engine(name, mode):
             nonempty += any(r.rows for r in interp.results())
         native.close()
     assert nonempty > 0, "vacuous: the streams never produced a result row"
+
+
+@pytest.mark.parametrize("opt_level", [0, 1, 3])
+@pytest.mark.parametrize("query", ["q03", "q06", "q17"])
+def test_every_opt_level_gives_duckdbs_answers(opt_level, query):
+    """--opt-level changes how much LLVM optimizes, never what the code computes."""
+    from toaster.testing import random_stream, run_differential
+    import pathlib
+    sql = (pathlib.Path(__file__).parent / "queries" / "tpch" / f"{query}.sql").read_text()
+    report = run_differential(sql, "llvm", lambda rels: random_stream(rels, seed=5, deletes=True, n_batches=8),
+                              mode="batch", engine_options={"opt_level": opt_level})
+    assert report.checks > 0
+
+
+def test_unknown_opt_level_is_refused():
+    from toaster.backends.llvm.engine import compile_module
+    with pytest.raises(ValueError, match="opt_level"):
+        compile_module("", opt_level=5)
