@@ -64,9 +64,8 @@ def _init_llvm():
 
 # --opt-level 1: the passes that matter for hash-map-bound trigger code (promote the locals to
 # registers, fold, merge redundant loads, drop dead code) without O2's inliner, loop and vector
-# passes. On the TPC-H queries it compiles 3-4x faster (Q1 0.73 -> 0.19 s CPU) at the same
-# native speed on Q1 and Q17, -17% on Q3 and -3x on Q6's vectorizable scan (README, "Compile
-# time": measured with bench/compile_time.py).
+# passes. Measured on TPC-H (README, "Compile time"): 3-4x less compile time (Q1 0.73 -> 0.19 s
+# CPU), the same native speed on Q1 and Q17, -17% on Q3, and 3x slower on Q6's vectorizable scan.
 LIGHT_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg", "new_gvn",
                 "dead_code_elimination", "simplify_cfg")
 OPT_LEVELS = (0, 1, 2, 3)
