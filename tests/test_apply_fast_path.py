@@ -103,3 +103,22 @@ def test_llvm_one_character_strings_give_the_views_of_python_rows():
         if want is None:
             want = got
         assert got == want
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_apply_many_takes_checked_batches_and_rejects_a_bad_one_whole(tmp_path, backend):
+    lines = [f"{a}|{b}|{d // 10000}-{d // 100 % 100:02d}-{d % 100:02d}|{s}" for a, b, d, s in GOOD]
+    comp, engine = engine_for(backend, tmp_path, r_lines=lines)
+    r = next(d for d in comp.m3.relations if d.name == "R")
+    (batch,) = read_source(r)
+    engine.load_table("T", [("x", 2), ("y", 3)])
+    before = state(comp, engine)
+    bad = Batch("R", np.ones(len(batch), np.int8), batch.columns[:3] + (pa.array([None] * len(batch), pa.string()),),
+                checked=True)
+    with pytest.raises(InputError, match="R.S"):
+        engine.apply_many([batch, bad])
+    assert state(comp, engine) == before
+    engine.apply_many([batch.slice(0, 1), batch.slice(1, len(batch))])
+    got = state(comp, engine)
+    engine.close()
+    assert got == reference_state(backend)

@@ -41,7 +41,7 @@ from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import ProgramReads
 from toaster.runtime.string_codes import one_byte_dictionary
-from toaster.types import FLOAT, STRING, BOOL
+from toaster.types import BOOL, DATE, FLOAT, INT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
 from toaster.backends.llvm.strings import StringPool
@@ -148,7 +148,8 @@ class LLVMEngine(Engine):
         if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._reads = ProgramReads(prog)
-        self._plans: dict = {}
+        self._plans: dict = {}          # relation name -> _Feed
+        self._fast: dict = {}           # batch.relation as given -> _Feed (stream relations only)
         self._open = True
 
     # ---------------------------------------------------------------- input
@@ -157,6 +158,56 @@ class LLVMEngine(Engine):
 
     def columns_needed(self, relation: str) -> tuple:
         return self._reads.columns_needed(self._decl(relation).name)
+
+    # ---------------------------------------------------------- fast path
+    def apply(self, batch: Batch) -> None:
+        feed = self._fast_feed(batch)
+        if feed is None:              # anything unusual: the generic checks and conversions
+            return super().apply(batch)
+        self._run(feed, batch)
+        self._streamed = True
+
+    def apply_many(self, batches) -> None:
+        batches = list(batches)
+        feeds = [self._fast_feed(b) for b in batches]
+        if None in feeds:
+            return super().apply_many(batches)
+        for feed, b in zip(feeds, batches):
+            self._run(feed, b)
+        if batches:
+            self._streamed = True
+
+    def _apply_many(self, batches: list) -> None:
+        for b in batches:             # checked by apply_many already
+            self._run(self._feed(self._decl(b.relation)), b)
+
+    def _fast_feed(self, batch):
+        """The relation's feed if `batch` is a reader-checked stream batch whose columns the
+        native code reads are canonical already -- what Engine._checked would return as it is,
+        found with O(columns read) attribute checks -- else None."""
+        if batch.__class__ is not Batch or not batch.checked:
+            return None
+        feed = self._fast.get(batch.relation)
+        if feed is None:
+            decl = self.relations.get(batch.relation)
+            if decl is None or decl.kind != "stream" or decl.has_nulls:
+                return None
+            feed = self._fast[batch.relation] = self._feed(decl)
+        s, cols = batch.signs, batch.columns
+        n = len(s)
+        if (s.__class__ is not np.ndarray or s.dtype != _INT8 or s.ndim != 1 or n == 0
+                or len(cols) != feed.arity):
+            return None
+        for j, dtype in feed.dtypes:
+            a = cols[j]
+            if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != (n,):
+                return None
+        for j in feed.strings:
+            a = cols[j]
+            if not (isinstance(a, (pa.Array, pa.ChunkedArray)) and len(a) == n and a.null_count == 0
+                    and _is_string_type(a.type)):
+                return None
+        return feed
 
     def _feed(self, decl) -> "_Feed":
         """How a batch of `decl` becomes the native call's arguments (built once per relation)."""
@@ -170,15 +221,20 @@ class LLVMEngine(Engine):
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == BOOL),
                 # columns the native code never loads: any 8-byte-wide buffer will do
                 [_UNREAD_ADDRESS] * len(decl.columns),
-                bool(self._undo_on is not None and self.llvm_module.overflow_sites))
+                bool(self._undo_on is not None and self.llvm_module.overflow_sites),
+                tuple((j, _CANONICAL[c.type]) for j, c in enumerate(decl.columns)
+                      if need[j] and c.type in _CANONICAL),
+                len(decl.columns))
         return feed
 
     def _apply(self, batch: Batch) -> None:
+        self._run(self._feed(self._decl(batch.relation)), batch)
+
+    def _run(self, feed: "_Feed", batch: Batch) -> None:
         """O(columns read) Python per batch: the column addresses, the string columns' ids
         (vectorized), one native call; the rows are only touched by native code."""
         if not self._open:
             raise InputError("engine is closed")
-        feed = self._feed(self._decl(batch.relation))
         if feed.process is None:        # no trigger reads this relation
             return
         cols = batch.columns
@@ -370,15 +426,26 @@ def _value(v, t):
 
 
 class _Feed:
-    __slots__ = ("process", "numeric", "strings", "bools", "pointers", "logged")
+    __slots__ = ("process", "numeric", "strings", "bools", "pointers", "logged", "dtypes", "arity")
 
-    def __init__(self, process, numeric, strings, bools, pointers, logged):
+    def __init__(self, process, numeric, strings, bools, pointers, logged, dtypes, arity):
         self.process = process          # the relation's native entry point (None: not read)
         self.numeric = numeric          # positions of the INT/FLOAT/DATE columns read
         self.strings = strings          # ... STRING columns read (dictionary ids)
         self.bools = bools              # ... BOOL columns read (bytes)
         self.pointers = pointers        # one address per column; unread columns' stand-in
         self.logged = logged            # every batch runs with the undo log (checked integers)
+        self.dtypes = dtypes            # (position, numpy dtype) of the numeric/BOOL columns read
+        self.arity = arity              # columns of the relation
+
+
+_INT8 = np.dtype(np.int8)
+_CANONICAL = {INT: np.dtype(np.int64), DATE: np.dtype(np.int64), FLOAT: np.dtype(np.float64),
+              BOOL: np.dtype(np.bool_)}
+
+
+def _is_string_type(t) -> bool:
+    return pa.types.is_string(t) or (pa.types.is_dictionary(t) and pa.types.is_string(t.value_type))
 
 
 _UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
