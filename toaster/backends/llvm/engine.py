@@ -2,8 +2,11 @@
 
 One native call per input batch: apply() turns the Batch into contiguous numpy columns
 (strings -> dictionary ids, vectorized through Arrow; columns no trigger reads are not
-converted at all: a zero buffer stands in), fills the string property tables for the new strings (strings.py)
-and calls process_<REL>. read_map() reads the native hash table memory back through the
+converted at all: a stand-in address is passed), fills the string property tables for the new
+strings (strings.py) and calls process_<REL>. A stream batch from toaster's readers
+(`Batch.checked`) whose read columns are canonical already skips Engine's generic check: a few
+attribute tests per read column (`_fast_feed`), then the native call -- about 8 us of Python
+per batch instead of 20. read_map() reads the native hash table memory back through the
 exported accessors.
 
 Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
