@@ -43,7 +43,6 @@ from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
 from toaster.runtime.reads import ProgramReads
-from toaster.runtime.string_codes import one_byte_dictionary
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
@@ -105,7 +104,6 @@ def compile_module(ir_text: str, opt_level: int = 2):
     return ee, mod, tm
 
 
-_BYTE_CODES_FROM = 512         # rows from which one-character columns skip Arrow's hash encoding
 
 
 class LLVMEngine(Engine):
@@ -254,9 +252,7 @@ class LLVMEngine(Engine):
             col = cols[j]
             if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
                 col = col.combine_chunks()      # one dictionary encoding, not one per chunk
-            # one-character flag columns: encoded from their bytes (cheaper than Arrow's hash)
-            flags = one_byte_dictionary(col) if n >= _BYTE_CODES_FROM else None
-            a = self._pool.encode(col if flags is None else flags)
+            a = self._pool.encode(col)
             keep.append(a)
             pointers[j] = _address(a)
         for j in feed.bools:

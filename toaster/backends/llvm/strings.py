@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from toaster.calculus.functions import BUILTINS
 from toaster.errors import InputError
+from toaster.runtime.string_codes import one_byte_codes
 from toaster.types import Type, FLOAT, STRING
 
 RANK = "rank"
@@ -251,6 +252,7 @@ COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many 
 
 
 SMALL_COLUMN = 64      # string columns up to this many rows are encoded without Arrow's hash
+ONE_BYTE_FROM = 512    # from this many rows, one-character columns are encoded from their bytes
 
 
 class StringPool:
@@ -269,6 +271,8 @@ class StringPool:
         self.collect_min = COLLECT_MIN
         self._live_after_collect = 0
         self.collections = 0
+        self._byte_ids = None         # one-character strings' ids by byte (_encode_bytes)
+        self._byte_ids_at = -1        # ... valid while no collection happened since
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
@@ -286,6 +290,7 @@ class StringPool:
     def __len__(self) -> int:
         """Live strings."""
         return len(self.ids)
+
     def encode(self, col) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
         sequence of str). Arrow's C++ hash table dictionary-encodes the column; Python then
@@ -301,6 +306,10 @@ class StringPool:
                     self.intern(s)
                 ids = list(map(self.ids.__getitem__, values))
             return np.array(ids, dtype=np.int64)
+        if len(col) >= ONE_BYTE_FROM and isinstance(col, pa.StringArray):
+            text = one_byte_codes(col)
+            if text is not None:
+                return self._encode_bytes(text)
         if isinstance(col, pa.ChunkedArray):
             parts = [self.encode(c) for c in col.chunks]
             return np.concatenate(parts) if parts else np.empty(0, np.int64)
@@ -317,6 +326,19 @@ class StringPool:
         mapping = np.array(ids, dtype=np.int64)
         codes = col.indices.to_numpy(zero_copy_only=False)
         return mapping[codes] if len(mapping) else np.zeros(len(codes), np.int64)
+
+    def _encode_bytes(self, text: np.ndarray) -> np.ndarray:
+        """Ids of one-ASCII-character strings given as their bytes: a 256-entry table from byte
+        to id, filled as characters arrive and emptied when a collection may have freed ids."""
+        if self._byte_ids is None or self._byte_ids_at != self.collections:
+            self._byte_ids = np.full(128, -1, dtype=np.int64)
+            self._byte_ids_at = self.collections
+        ids = self._byte_ids[text]
+        if ids.min() < 0:
+            for b in np.unique(text[ids < 0]).tolist():      # sorted: deterministic ids
+                self._byte_ids[b] = self.intern(chr(b))
+            ids = self._byte_ids[text]
+        return ids
 
     def sync(self) -> None:
         """Fill every table for the strings that arrived since the last sync (and for the strings
