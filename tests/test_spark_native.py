@@ -62,15 +62,16 @@ def test_replica_dropped_is_rebuilt_from_columnar_copy_and_jit_once_per_process(
             if i == 10:
                 first = _compiles(spark, prog.native.key)
                 assert max(first.values()) == 1      # each process that ran a block: one JIT
+            if i == 30:
+                files = [p.name for p in (tmp_path / "ckpt").rglob("*") if p.is_file()]
+                assert any(f.startswith("snap-") and f.endswith(".arrow") for f in files)
+                assert any(f.startswith("delta-") and f.endswith(".arrow") for f in files)
             if i == 35:       # every worker forgets its native maps: rebuilt from snapshot + deltas
                 spark.sparkContext.parallelize(range(8), 8).mapPartitionsWithIndex(
                     native_state.drop_task(engine.program.store)).collect()
         later = _compiles(spark, prog.native.key)
         assert max(later.values()) == 1, later       # a dropped store is no new JIT either
         assert nonzero > 10
-        files = [p.name for p in (tmp_path / "ckpt").rglob("*") if p.is_file()]
-        assert any(f.startswith("snap-") and f.endswith(".arrow") for f in files)
-        assert any(f.startswith("delta-") and f.endswith(".arrow") for f in files)
         for m in comp.stage("m3", "distributed").maps:
             engine.read_map(m.name)
     finally:
