@@ -6,7 +6,9 @@ module's maps are one partition's maps; the process holds one *set* of maps per 
 partition) it ran a task for, and switches between them in O(maps) with the module's
 `toaster.state_save / state_load` (the maps' globals as words): one JIT per program and
 process, however many partitions it serves. A set's views are the partition's replica; each
-view carries the seq it reflects (the versioning of state.py, per view).
+view carries the seq it reflects (the versioning of state.py, per view). The machine code is
+also kept in a per-user directory of the machine's temp dir (MCJIT's object cache, keyed by the
+IR text): a later worker process (Spark reaps idle ones) loads it instead of compiling again.
 
 Exchange format: columnar. A map's records travel as (name, key columns, values): numpy arrays,
 strings as object arrays; they are encoded to / decoded from this process's string pool
@@ -65,7 +67,7 @@ class NativeModule:
         from toaster.backends.llvm.engine import LLVMEngine
         from toaster.types import Type
         t0 = time.perf_counter()
-        self.engine = LLVMEngine(pp.module, opt_level)
+        self.engine = LLVMEngine(pp.module, opt_level, object_cache=_object_cache_dir())
         _registry().compiles.append((pp.key, time.perf_counter() - t0))
         self.pp = pp
         e = self.engine
@@ -230,6 +232,21 @@ class NativeModule:
         e._undo_on.value = 1 if on else 0
         if not on:
             e._undo_trim()
+
+
+def _object_cache_dir() -> str | None:
+    """The machine code of partition programs, shared by this user's worker processes on this
+    machine (a new Python worker loads it instead of optimizing and compiling again)."""
+    import os
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), f"toaster-jit-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        if os.stat(path).st_uid != os.getuid():
+            return None              # not ours: never load machine code others could write
+    except OSError:
+        return None
+    return path
 
 
 def module_for(spec: dict) -> NativeModule:
