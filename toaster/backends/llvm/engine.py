@@ -101,6 +101,7 @@ def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = 
     if object_cache is not None:
         ee.set_object_cache(lambda _m, data: _store_object(cache_path, data), lambda _m: cached)
     ee.finalize_object()
+    ee.toaster_from_cache = cached is not None      # loaded, not compiled (callers count JITs)
     return ee, mod, tm
 
 

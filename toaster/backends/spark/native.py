@@ -107,7 +107,8 @@ def partition_program(dist: DistProgram, blocks) -> PartitionProgram:
     imp = ImpProgram(tuple(relations), tuple(maps.values()), tuple(triggers), (), mode="batch")
     module = generate_llvm(imp, bulk_access=True)
     key = hashlib.sha256(module.ir_text.encode()).hexdigest()
-    types = {m.name: (tuple(str(t) for t in m.key_types), str(m.value_type)) for m in maps.values()}
+    types = map_types(dist)        # every map the driver may scatter, and the module's own
+    types.update({m.name: (tuple(str(t) for t in m.key_types), str(m.value_type)) for m in maps.values()})
     views = tuple(m.name for m in maps.values() if m.kind == "view")
     return PartitionProgram(module, key, entries, fresh, blame, types, views)
 

@@ -39,13 +39,21 @@ def _registry():
         mod.modules = {}               # program key -> NativeModule
         mod.stores = OrderedDict()     # store -> program key
         mod.compiles = []              # (program key, seconds) of every JIT in this process
+        mod.loads = []                 # the same for every NativeModule made (compiled or cached)
         sys.modules[_REGISTRY] = mod
     return mod
 
 
 def compiles() -> list:
-    """(program key, JIT seconds) of every partition program this process compiled."""
+    """(program key, JIT seconds) of every partition program this process compiled (from IR:
+    a module loaded from the object cache is not counted)."""
     return list(_registry().compiles)
+
+
+def loads() -> list:
+    """(program key, seconds) of every partition program this process set up (compiled or
+    loaded from the object cache)."""
+    return list(_registry().loads)
 
 
 def _cfn(ret, *args):
@@ -68,7 +76,9 @@ class NativeModule:
         from toaster.types import Type
         t0 = time.perf_counter()
         self.engine = LLVMEngine(pp.module, opt_level, object_cache=_object_cache_dir())
-        _registry().compiles.append((pp.key, time.perf_counter() - t0))
+        if not self.engine._ee.toaster_from_cache:
+            _registry().compiles.append((pp.key, time.perf_counter() - t0))
+        _registry().loads.append((pp.key, time.perf_counter() - t0))
         self.pp = pp
         e = self.engine
         addr = e._ee.get_function_address
@@ -261,14 +271,21 @@ def module_for(spec: dict) -> NativeModule:
         reg.stores[store] = key
         while len(reg.stores) > _MAX_STORES:
             old, okey = reg.stores.popitem(last=False)
-            if okey in reg.modules:
-                reg.modules[okey].drop_store(old)
+            _drop(reg, old, okey)
     reg.stores.move_to_end(store)
     return nm
 
 
 def drop_store(store: str) -> None:
     reg = _registry()
-    key = reg.stores.pop(store, None)
-    if key in reg.modules:
-        reg.modules[key].drop_store(store)
+    _drop(reg, store, reg.stores.pop(store, None))
+
+
+def _drop(reg, store: str, key) -> None:
+    """Free the store's map sets; a program no store uses any more goes too (its machine code
+    stays in the object cache)."""
+    nm = reg.modules.get(key)
+    if nm is not None:
+        nm.drop_store(store)
+        if not nm.parts and key not in reg.stores.values():
+            del reg.modules[key]

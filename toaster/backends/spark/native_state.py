@@ -49,6 +49,8 @@ def from_ipc(data: bytes):
 def checkout(nm, part, fs, root, view: str, p: int, version: tuple) -> None:
     """The native replica of (view, p) as of version = (want, snap, logs), caught up or rebuilt."""
     want, snap, logs = version
+    if view not in nm.specs:
+        return                    # a view no dist block touches: never written here, empty
     seq = part.seqs.get(view)
     if seq is None or seq > want or not (seq == snap or seq in logs):
         data = fs.read(_snap_path(root, view, p, snap)) if snap else None
@@ -130,7 +132,9 @@ def stage_task(spec: dict):
             nm.log(False)
 
         def source(n):
-            return passing[n] if n in passing else nm.entries(n)
+            if n in passing:
+                return passing[n]
+            return nm.entries(n) if n in nm.specs else ([], np.zeros(0, np.int64))
 
         for target, src, positions in spec["reparts"]:
             cols, vals = source(src)
@@ -159,7 +163,8 @@ def read_views_task(spec: dict, versions: dict):
         out = []
         for view, version in versions.items():
             checkout(nm, part, fs, froot, view, p, version)
-            out.append((view,) + tuple(nm.entries(view)))
+            if view in nm.specs:
+                out.append((view,) + tuple(nm.entries(view)))
         return iter(out)
     return run
 
@@ -196,8 +201,9 @@ def restore_task(spec: dict, seq: int, old_store: str):
                 raise RuntimeError(f"toaster: restore data of partition {q} reached partition {p}")
             for view, (cols, vals) in views.items():
                 fs.write(_snap_path(froot, view, p, seq), to_ipc(cols, vals))
-                nm.replace(view, cols, vals)
-                part.seqs[view] = seq
+                if view in nm.specs:
+                    nm.replace(view, cols, vals)
+                    part.seqs[view] = seq
         return iter(())
     return run
 
@@ -210,8 +216,8 @@ def drop_task(store: str):
 
 
 def compiles_task():
-    """(process id, [(program key, JIT seconds), ...]) of the worker that runs it (tests)."""
+    """(process id, JITs, loads) of the worker that runs it (tests; native_exec.compiles / loads)."""
     def run(_p, _elements):
         import os
-        return iter([(os.getpid(), nx.compiles())])
+        return iter([(os.getpid(), nx.compiles(), nx.loads())])
     return run
