@@ -17,6 +17,8 @@ planned Gather fills, or do not commute with a block already waiting: those wait
 run after it, in program order. Only a Scatter of a map such a waiting block writes (or a Gather
 fills) needs the job's result before the plan can go on: then the batch takes a second job.
 
+Dist blocks run as native code by default (BLOCKS = 'native': native.py, native_state.py; the
+records are then (dest, [(map, key columns, values), ...])), or as the pygen functions.
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
 same job reads (a later trigger's scattered batch rides along from the first stage). Per-batch
 work is O(batch): tasks update their partition's views in place and log the changed entries;
