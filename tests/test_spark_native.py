@@ -120,3 +120,20 @@ def test_python_blocks_stay_an_explicit_option_and_explain_says_which(spark):
         engine.close()
     with pytest.raises(UnsupportedError, match="blocks"):
         SparkEngine(comp.stage("m3", "distributed"), spark=spark, blocks="jvm")
+
+
+def test_what_native_code_cannot_run_is_refused_at_compile_time():
+    """No silent fall back to Python: a dist block the llvm codegen refuses fails generation
+    with the UnsupportedError naming the construct."""
+    from dataclasses import replace
+    from toaster.backends.spark.native import partition_program
+    from toaster.imperative.ir import Call, Declare, Lit, LocalRef
+    from toaster.types import INT, STRING
+    comp = compile_sql(GROUP_SUM, mode="batch")
+    prog = comp.stage("spark")
+    block = next(b for b in prog.blocks if b.mode == "dist")
+    trig = block.imp.triggers[0]
+    bad = Declare(LocalRef("s", STRING), Call("cast_string", (Lit(1, INT),), STRING))
+    imp = replace(block.imp, triggers=(replace(trig, body=(bad,) + trig.body),))
+    with pytest.raises(UnsupportedError, match=r"function cast_string\(\)"):
+        partition_program(prog.dist, [replace(block, imp=imp)])
