@@ -469,6 +469,8 @@ class DistRuntime:
             drop = native_state.drop_task if self.native is not None else state.drop_task
             self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
                 drop(self.store)).collect()
+            if self.native is not None:
+                self._native_spec["native"].destroy()     # the broadcast partition program
         except Exception:        # the session may be gone already
             pass
         if self._own_dir and "://" not in self.root:
