@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from toaster.backends.spark import state
+from toaster.backends.spark import native_state, state
 from toaster.backends.spark.engine import SparkEngine
 from toaster.backends.spark.runtime import last_job_id
 from toaster.checkpoint import CheckpointError, latest_checkpoint, read_manifest
@@ -148,6 +148,7 @@ def test_failed_restore_job_leaves_the_engine_as_it_was(comp, stream, spark, tmp
                 raise RuntimeError("executor lost mid-restore")
             return run
         monkeypatch.setattr(state, "restore_task", fails)
+        monkeypatch.setattr(native_state, "restore_task", fails)      # native blocks' restore
         with pytest.raises(Exception, match="executor lost mid-restore"):
             engine.restore(tmp_path / "c")
         monkeypatch.undo()

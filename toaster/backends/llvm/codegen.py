@@ -410,7 +410,7 @@ class _TriggerGen:
 
 
 class _ModuleGen:
-    def __init__(self, prog: ImpProgram, with_undo: bool = False):
+    def __init__(self, prog: ImpProgram, with_undo: bool = False, bulk_access: bool = False):
         self.prog = prog
         self.module = ir.Module(name="toaster")
         self.module.triple = llvm.get_process_triple()
@@ -438,6 +438,12 @@ class _ModuleGen:
         self.lifecycle()
         if self.undo is not None:
             self.undo.build_exports(list(self.maps.values()))
+        if bulk_access:          # maps driven from outside (the Spark engine's partition programs)
+            from toaster.backends.llvm.bulk import build_map_bulk, build_state_swap, build_touched
+            for m in self.maps.values():
+                build_map_bulk(m)
+            build_touched(self.module, self.undo, list(self.maps.values()))
+            build_state_swap(self.module, list(self.maps.values()))
 
     def fallible(self) -> bool:
         """A trigger can fail at run time: a fallible string table, or checked integer arithmetic."""
@@ -574,10 +580,11 @@ class _ModuleGen:
         b.ret_void()
 
 
-def generate_llvm(prog: ImpProgram) -> LLVMModule:
+def generate_llvm(prog: ImpProgram, bulk_access: bool = False) -> LLVMModule:
+    """bulk_access: also bulk get/set per map and the undo log's keys (bulk.py; undo log on)."""
     register_libm_symbols()      # the math intrinsics lower to libm calls the JIT must resolve
-    gen = _ModuleGen(prog)
-    if gen.fallible():           # a trigger can fail at run time: generate again, with the undo log
+    gen = _ModuleGen(prog, with_undo=bulk_access, bulk_access=bulk_access)
+    if not bulk_access and gen.fallible():   # a trigger can fail at run time: again, with the undo log
         gen = _ModuleGen(prog, with_undo=True)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
     return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()),

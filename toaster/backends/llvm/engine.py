@@ -73,14 +73,31 @@ LIGHT_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg",
 OPT_LEVELS = (0, 1, 2, 3)
 
 
-def compile_module(ir_text: str, opt_level: int = 2):
+def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = None):
     """Parse, verify, optimize and JIT an LLVM IR text. Returns (execution engine, module, target
-    machine). opt_level: 0 no IR passes, 1 LIGHT_PASSES, 2 and 3 LLVM's O2 / O3 pipelines."""
+    machine). opt_level: 0 no IR passes, 1 LIGHT_PASSES, 2 and 3 LLVM's O2 / O3 pipelines.
+
+    object_cache: a directory of machine code keyed by the IR text, the options and the LLVM
+    build (MCJIT's object cache): a process that finds the text's object there loads it instead
+    of optimizing and compiling again (the Spark executors' processes share one per machine)."""
     if opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of {OPT_LEVELS}, not {opt_level!r}")
     _init_llvm()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
+    cached = None
+    if object_cache is not None:
+        import hashlib
+        import llvmlite
+        import os
+        key = hashlib.sha256(f"{llvmlite.__version__}|{llvm.llvm_version_info}|{llvm.get_process_triple()}|"
+                             f"{opt_level}|".encode() + ir_text.encode()).hexdigest()
+        cache_path = os.path.join(object_cache, f"{key}.o")
+        try:
+            with open(cache_path, "rb") as f:
+                cached = f.read()
+        except OSError:
+            cached = None
     # an unresolved symbol would abort the process inside the JIT: refuse it here
     for f in mod.functions:
         if f.is_declaration and f.name not in Runtime.NAMES and not f.name.startswith("llvm."):
@@ -89,7 +106,7 @@ def compile_module(ir_text: str, opt_level: int = 2):
     tm = target.create_target_machine(opt=opt_level)
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
-    if opt_level > 0:
+    if opt_level > 0 and cached is None:
         pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=max(opt_level, 2)))
         if opt_level == 1:
             mpm = llvm.create_new_module_pass_manager()
@@ -100,8 +117,23 @@ def compile_module(ir_text: str, opt_level: int = 2):
         mpm.run(mod, pb)
         mod.verify()
     ee = llvm.create_mcjit_compiler(mod, tm)
+    if object_cache is not None:
+        ee.set_object_cache(lambda _m, data: _store_object(cache_path, data), lambda _m: cached)
     ee.finalize_object()
+    ee.toaster_from_cache = cached is not None      # loaded, not compiled (callers count JITs)
     return ee, mod, tm
+
+
+def _store_object(path: str, data: bytes) -> None:
+    import os
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)        # atomic: a reader sees a whole object or none
+    except OSError:
+        pass                         # a cache: compiling again is always correct
 
 
 
@@ -109,14 +141,14 @@ def compile_module(ir_text: str, opt_level: int = 2):
 class LLVMEngine(Engine):
     backend = "llvm"
 
-    def __init__(self, program, opt_level: int = 2):
+    def __init__(self, program, opt_level: int = 2, object_cache: str | None = None):
         module = program if isinstance(program, LLVMModule) else generate_llvm(program)
         prog: ImpProgram = module.program
         super().__init__(prog.relations, prog.queries)
         self.program = prog
         self.llvm_module = module
         # the execution engine must outlive every function pointer taken from it
-        self._ee, self._mod, self._tm = compile_module(module.ir_text, opt_level)
+        self._ee, self._mod, self._tm = compile_module(module.ir_text, opt_level, object_cache)
         self.optimized_ir = str(self._mod)
         addr = self._ee.get_function_address
         self._process = {}

@@ -41,7 +41,12 @@ def explain_jobs(program: SparkProgram) -> str:
     cls = load_program_module(program.source).Program
     rels = [r for r in program.relations if r.name in cls.TRIGGERS]
     streams = [r.name for r in rels if r.kind != "table"]
-    lines = ["spark jobs per batch (planned; plus one snapshot job every checkpoint interval):"]
+    if program.native is not None:
+        how = (f"dist blocks: native LLVM code in the executors ({len(program.native.entries)} entry points of "
+               "one partition program, JIT once per worker process)")
+    else:
+        how = "dist blocks: " + ("Python functions (pygen)" if "def dist_block_" in program.source else "none")
+    lines = [how, "spark jobs per batch (planned; plus one snapshot job every checkpoint interval):"]
     if streams:
         jobs, stages = planned_counts(cls, streams)
         lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
@@ -65,17 +70,22 @@ class SparkEngine(Engine):
     copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md). That private log
     is not a toaster checkpoint: `checkpoint(path)` / `restore(path)` write and read the portable
     format of docs/checkpoints.md (every view, crossing to and from the other engines).
+    `blocks`: 'native' (default: the dist blocks as one LLVM partition program, JIT-compiled once
+    per worker process at `native_opt`) or 'python' (the pygen functions).
     """
     backend = "spark"
 
     def __init__(self, program, *, relations=None, queries=None, spark=None, master: str | None = None,
                  partitions: int | None = None, checkpoint_every: int = 50, partitioning: dict | None = None,
-                 checkpoint_dir: str | None = None):
+                 checkpoint_dir: str | None = None, blocks: str | None = None, native_opt: int = 2):
         if isinstance(program, M3Program):
             program = compile_dist(program, partitioning)
+        if isinstance(program, SparkProgram) and blocks is not None and \
+                blocks != ("native" if program.native is not None else "python"):
+            program = program.dist          # regenerated the way asked for
         if isinstance(program, DistProgram):
             from toaster.backends.spark.codegen import dist_to_spark
-            program = dist_to_spark(program, Options(mode="batch"))
+            program = dist_to_spark(program, Options(mode="batch"), blocks or "native")
         if isinstance(program, SparkProgram):
             relations = program.relations if relations is None else relations
             queries = program.queries if queries is None else queries
@@ -91,8 +101,10 @@ class SparkEngine(Engine):
             from toaster.backends.spark.session import get_spark
             spark = get_spark(master)
         self.module = load_program_module(source)
+        native = program.native if isinstance(program, SparkProgram) else None
         self.program = self.module.Program(spark.sparkContext, partitions=partitions,
-                                           checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
+                                           checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir,
+                                           native=native, native_opt=native_opt)
         self.program.start()
 
     def _apply(self, batch: Batch) -> None:

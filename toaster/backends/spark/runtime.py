@@ -17,6 +17,8 @@ planned Gather fills, or do not commute with a block already waiting: those wait
 run after it, in program order. Only a Scatter of a map such a waiting block writes (or a Gather
 fills) needs the job's result before the plan can go on: then the batch takes a second job.
 
+Dist blocks run as native code by default (BLOCKS = 'native': native.py, native_state.py; the
+records are then (dest, [(map, key columns, values), ...])), or as the pygen functions.
 Records are (dest, [(map, key, value), ...]); a stage carries the temps a later stage of the
 same job reads (a later trigger's scattered batch rides along from the first stage). Per-batch
 work is O(batch): tasks update their partition's views in place and log the changed entries;
@@ -36,7 +38,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from toaster.backends.spark import state, worker
+from toaster.backends.spark import native, native_state, state, worker
 from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
@@ -89,13 +91,24 @@ class DistRuntime:
     READY: str | None = None     # the ON SYSTEM READY method (initial values), run once by start()
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
+    BLOCKS: str = "python"       # how dist blocks run: 'native' (native.py) or 'python' (pygen)
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
+    native = None                # the partition program when dist blocks run natively
     last_job_plan = None         # the RDD the last job collected
 
     def __init__(self, sc, partitions: int | None = None, checkpoint_every: int = 50,
-                 checkpoint_dir: str | None = None):
+                 checkpoint_dir: str | None = None, native=None, native_opt: int = 2):
         register_worker_by_value()
         self.sc = sc
+        # native blocks: the partition program (native.py), broadcast once, JIT'd by executors
+        if self.BLOCKS == "native" and native is None:
+            from toaster.errors import UnsupportedError
+            raise UnsupportedError("a program generated with native blocks needs its partition program "
+                                   "(SparkEngine passes it; dist_to_spark{blocks=python} for a standalone program)")
+        self.native = native if self.BLOCKS == "native" else None
+        if self.native is not None:
+            self._native_spec = {"native": sc.broadcast(native), "native_key": native.key,
+                                 "native_opt": native_opt}
         self.partitions = int(partitions or sc.defaultParallelism)
         self.checkpoint_every = checkpoint_every
         self.store = uuid.uuid4().hex
@@ -187,6 +200,11 @@ class DistRuntime:
     def scatter(self, target: str, source: str, parts: tuple) -> None:
         if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
             self._flush(more=True)        # the data to scatter comes from the job: a second job
+        if self.native is not None:        # columns, placed by the one partition function
+            cols, vals = native.dict_columns(self.local[source], self.native.map_types[target])
+            for p, c, v in native_state._split(cols, vals, parts, self.partitions):
+                self._scattered[p].append((target, c, v))
+            return
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
         for p, b in enumerate(buckets):
             self._scattered[p].extend((target, k, v) for k, v in b.items())
@@ -264,12 +282,28 @@ class DistRuntime:
                 carry = None
             else:
                 carry = sorted(n for n in reads_after[i] if n not in self.views)
-            specs.append({"root": self.root, "store": self.store, "seq": self.seq,
-                          "partitions": self.partitions, "views": views, "updates": updates,
-                          "blocks": st.blocks, "reparts": st.reparts, "gathers": st.gathers,
-                          "carry": carry})
+            specs.append(self._spec({"seq": self.seq, "views": views, "updates": updates,
+                                     "blocks": st.blocks, "reparts": st.reparts, "gathers": st.gathers,
+                                     "carry": carry}))
         self._undo = logs
         return specs
+
+    def _spec(self, spec: dict) -> dict:
+        spec.update(root=self.root, store=self.store, partitions=self.partitions)
+        if self.native is not None:     # native blocks are named, not shipped as functions
+            spec.update(self._native_spec)
+            if "blocks" in spec:
+                spec["blocks"] = [(fn.__name__, params, writes) for fn, params, writes in spec["blocks"]]
+        return spec
+
+    def _stage_task(self, spec):
+        return (native_state if self.native is not None else state).stage_task(spec)
+
+    def _records(self, collected):
+        """(map, key, value) records of collected task output (native: columns)."""
+        if self.native is None:
+            return collected
+        return ((name, k, v) for name, cols, vals in collected for k, v in native.column_items(cols, vals))
 
     def _run_job(self, more_follow: bool) -> None:
         P = self.partitions
@@ -283,7 +317,7 @@ class DistRuntime:
             for i, spec in enumerate(specs):
                 if i:
                     rdd = rdd.partitionBy(P, _identity)
-                rdd = rdd.mapPartitionsWithIndex(state.stage_task(spec))
+                rdd = rdd.mapPartitionsWithIndex(self._stage_task(spec))
             if more_follow:
                 rdd = rdd.persist()
                 self._persisted.append(rdd)
@@ -298,7 +332,7 @@ class DistRuntime:
         targets = {g[0] for st in self._stages for g in st.gathers}
         for t in targets:
             self.local[t] = {}
-        for name, k, v in gathered:
+        for name, k, v in self._records(gathered):
             d = self.local[name]
             x = d.get(k, 0) + v
             if x != 0:
@@ -313,8 +347,9 @@ class DistRuntime:
         versions = {v: log.version() for v, log in self.views.items() if log.logs}
         if not versions:
             return
-        self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
-            state.snapshot_task(self.root, self.store, versions)).collect()
+        task = (native_state.snapshot_task(self._spec({}), versions) if self.native is not None
+                else state.snapshot_task(self.root, self.store, versions))
+        self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(task).collect()
         for v in versions:
             log = self.views[v]
             log.snap, log.logs = log.last, []
@@ -324,9 +359,7 @@ class DistRuntime:
         if name in self.local:
             return {k: v for k, v in self.local[name].items() if v != 0}
         if name in self.views:
-            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
-                state.read_task(self.root, self.store, name, self.views[name].version()))
-            return {k: v for k, v in rdd.collect() if v != 0}
+            return self.read_maps([name])[name]
         raise KeyError(name)
 
     def read_maps(self, names) -> dict:
@@ -339,9 +372,10 @@ class DistRuntime:
         if versions:
             for n in versions:
                 out[n] = {}
-            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
-                state.read_views_task(self.root, self.store, versions))
-            for n, k, v in rdd.collect():
+            task = (native_state.read_views_task(self._spec({}), versions) if self.native is not None
+                    else state.read_views_task(self.root, self.store, versions))
+            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(task)
+            for n, k, v in self._records(rdd.collect()):
                 if v != 0:
                     out[n][k] = v
         return {n: out[n] for n in names}
@@ -360,11 +394,23 @@ class DistRuntime:
         P = self.partitions
         buckets = [{} for _ in range(P)]
         for v, parts in self.DIST_MAPS.items():
+            if self.native is not None:
+                cols, vals = native.dict_columns({k: x for k, x in tables[v].items() if x != 0},
+                                                 self.native.map_types[v])
+                for p in range(P):
+                    buckets[p][v] = ([c[:0] for c in cols], vals[:0])
+                for p, c, x in native_state._split(cols, vals, parts, P):
+                    buckets[p][v] = (c, x)
+                continue
             for p, b in enumerate(worker.split_by_partition(tables[v], parts, P)):
                 buckets[p][v] = b
+        if self.native is not None:
+            spec = dict(self._spec({}), root=root, store=store)
+            task = native_state.restore_task(spec, seq, self.store)
+        else:
+            task = state.restore_task(root, store, seq, self.store)
         try:
-            self.sc.parallelize(list(enumerate(buckets)), P).mapPartitionsWithIndex(
-                state.restore_task(root, store, seq, self.store)).collect()
+            self.sc.parallelize(list(enumerate(buckets)), P).mapPartitionsWithIndex(task).collect()
         except BaseException:
             state.remove_tree(root)
             raise
@@ -420,8 +466,11 @@ class DistRuntime:
         """Drop the replicas (best effort: processes that run no task here keep theirs until
         evicted) and a state directory this runtime made itself."""
         try:
+            drop = native_state.drop_task if self.native is not None else state.drop_task
             self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
-                state.drop_task(self.store)).collect()
+                drop(self.store)).collect()
+            if self.native is not None:
+                self._native_spec["native"].destroy()     # the broadcast partition program
         except Exception:        # the session may be gone already
             pass
         if self._own_dir and "://" not in self.root:

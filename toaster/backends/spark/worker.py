@@ -8,11 +8,10 @@ in partition `partition_of(key values at the map's partition positions) % P`.
 """
 from __future__ import annotations
 
-import zlib
-
 # scalar semantics (IEEE division, casts, the registered functions) are toaster's one
 # definition; the generated code imports them from here, so workers import toaster for them
 from toaster.functions import call as scalar_call, cast as scalar_cast, divide as ieee_div  # noqa: F401
+from toaster.backends.spark.native_hash import key_hash
 
 
 OVERFLOW_MARK = "toaster-int64-overflow"
@@ -25,20 +24,10 @@ def int64_overflow(map_name: str):
     raise OverflowError(f"{OVERFLOW_MARK}[{map_name}]")
 
 
-def stable_hash(values: tuple) -> int:
-    """A hash that is the same in every process (str hashing is salted per process)."""
-    h = 0x345678
-    for v in values:
-        if isinstance(v, str):
-            x = zlib.crc32(v.encode("utf-8"))
-        else:
-            x = hash(v)            # ints, floats and bools hash deterministically
-        h = ((h * 1000003) ^ x) & 0x7FFFFFFFFFFFFFFF
-    return h
-
-
 def key_partition(key: tuple, positions: tuple) -> int:
-    return stable_hash(tuple(key[i] for i in positions))
+    """The hash of a key's components at `positions` (% P: its partition); the one partition
+    function of the engine, native_hash.py (its numpy form places columns the same way)."""
+    return key_hash(tuple(key[i] for i in positions))
 
 
 def merge_entries(items) -> dict:
