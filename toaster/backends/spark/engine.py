@@ -77,7 +77,7 @@ class SparkEngine(Engine):
 
     def __init__(self, program, *, relations=None, queries=None, spark=None, master: str | None = None,
                  partitions: int | None = None, checkpoint_every: int = 50, partitioning: dict | None = None,
-                 checkpoint_dir: str | None = None, blocks: str | None = None, native_opt: int = 2):
+                 checkpoint_dir: str | None = None, blocks: str | None = None, native_opt: int = 1):
         if isinstance(program, M3Program):
             program = compile_dist(program, partitioning)
         if isinstance(program, SparkProgram) and blocks is not None and \

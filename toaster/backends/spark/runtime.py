@@ -97,7 +97,7 @@ class DistRuntime:
     last_job_plan = None         # the RDD the last job collected
 
     def __init__(self, sc, partitions: int | None = None, checkpoint_every: int = 50,
-                 checkpoint_dir: str | None = None, native=None, native_opt: int = 2):
+                 checkpoint_dir: str | None = None, native=None, native_opt: int = 1):
         register_worker_by_value()
         self.sc = sc
         # native blocks: the partition program (native.py), broadcast once, JIT'd by executors
