@@ -224,8 +224,16 @@ def canonical_batch(decl, batch: Batch, needed=None) -> Batch:
     return Batch(batch.relation, signs, tuple(cols))
 
 
-_CANONICAL_DTYPES = {INT: np.dtype(np.int64), DATE: np.dtype(np.int64), FLOAT: np.dtype(np.float64),
+CANONICAL_DTYPES = {INT: np.dtype(np.int64), DATE: np.dtype(np.int64), FLOAT: np.dtype(np.float64),
                      BOOL: np.dtype(np.bool_)}
+
+
+def canonical_string_column(col, n: int) -> bool:
+    """An Arrow string (or dictionary-of-string) column of n values without nulls: what the
+    engines take as it is."""
+    return (isinstance(col, (pa.Array, pa.ChunkedArray)) and len(col) == n and col.null_count == 0
+            and (pa.types.is_string(col.type) or (pa.types.is_dictionary(col.type)
+                                                 and pa.types.is_string(col.type.value_type))))
 
 
 def _checked_as_is(decl, batch: Batch, needed, n: int) -> Batch | None:
@@ -242,11 +250,9 @@ def _checked_as_is(decl, batch: Batch, needed, n: int) -> Batch | None:
         if col is None:
             return None
         elif c.type == STRING:
-            if not (isinstance(col, (pa.Array, pa.ChunkedArray)) and len(col) == n and col.null_count == 0
-                    and (pa.types.is_string(col.type) or (pa.types.is_dictionary(col.type)
-                                                         and pa.types.is_string(col.type.value_type)))):
+            if not canonical_string_column(col, n):
                 return None
-        elif not (isinstance(col, np.ndarray) and col.dtype == _CANONICAL_DTYPES[c.type] and col.shape == (n,)):
+        elif not (isinstance(col, np.ndarray) and col.dtype == CANONICAL_DTYPES[c.type] and col.shape == (n,)):
             return None
     return Batch(batch.relation, s, batch.columns)
 

@@ -42,8 +42,9 @@ from toaster.errors import InputError
 from toaster.runtime.int64 import overflow_error
 from toaster.imperative.ir import ImpProgram
 from toaster.runtime.batch import Batch
+from toaster.runtime.checks import CANONICAL_DTYPES, canonical_string_column
 from toaster.runtime.reads import ProgramReads
-from toaster.types import BOOL, DATE, FLOAT, INT, STRING
+from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
 from toaster.backends.llvm.strings import StringPool
@@ -237,8 +238,7 @@ class LLVMEngine(Engine):
                 return None
         for j in feed.strings:
             a = cols[j]
-            if not (isinstance(a, (pa.Array, pa.ChunkedArray)) and len(a) == n and a.null_count == 0
-                    and _is_string_type(a.type)):
+            if not canonical_string_column(a, n):
                 return None
         return feed
 
@@ -255,8 +255,8 @@ class LLVMEngine(Engine):
                 # columns the native code never loads: any 8-byte-wide buffer will do
                 [_UNREAD_ADDRESS] * len(decl.columns),
                 bool(self._undo_on is not None and self.llvm_module.overflow_sites),
-                tuple((j, _CANONICAL[c.type]) for j, c in enumerate(decl.columns)
-                      if need[j] and c.type in _CANONICAL),
+                tuple((j, CANONICAL_DTYPES[c.type]) for j, c in enumerate(decl.columns)
+                      if need[j] and c.type in CANONICAL_DTYPES),
                 len(decl.columns))
         return feed
 
@@ -471,12 +471,6 @@ class _Feed:
 
 
 _INT8 = np.dtype(np.int8)
-_CANONICAL = {INT: np.dtype(np.int64), DATE: np.dtype(np.int64), FLOAT: np.dtype(np.float64),
-              BOOL: np.dtype(np.bool_)}
-
-
-def _is_string_type(t) -> bool:
-    return pa.types.is_string(t) or (pa.types.is_dictionary(t) and pa.types.is_string(t.value_type))
 
 
 _UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
