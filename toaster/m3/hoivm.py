@@ -473,11 +473,15 @@ def order_statements(stmts) -> list:
     recompute from the new state)."""
     g = nx.DiGraph()
     g.add_nodes_from(range(len(stmts)))
-    reads = [_maps_read(s.rhs) for s in stmts]
-    for i in range(len(stmts)):
-        for j in range(len(stmts)):
-            if i != j and stmts[j].target in reads[i] and stmts[i].target != stmts[j].target:
-                if stmts[i].op == ":=":
+    writers: dict = {}       # map -> the statements writing it (not every pair: 5,000-way ORs)
+    for j, s in enumerate(stmts):
+        writers.setdefault(s.target, []).append(j)
+    for i, s in enumerate(stmts):
+        for name in _maps_read(s.rhs):
+            if name == s.target:
+                continue
+            for j in writers.get(name, ()):
+                if s.op == ":=":
                     g.add_edge(j, i)
                 else:
                     g.add_edge(i, j)
