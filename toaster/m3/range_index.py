@@ -65,7 +65,7 @@ class _Site:
 
     def __init__(self, group, outer, x, plain, ranged, conds):
         self.group, self.outer, self.x = group, outer, x
-        self.plain = plain          # lifts not reading X
+        self.plain = plain          # lifts not reading X, and constant factors
         self.ranged = ranged        # {lift var: (inner MapRef, rel of y to X)}
         self.conds = conds          # [(lift var, op, term)]: S op term
 
@@ -75,7 +75,7 @@ def _match(e, bound: set):
         return None
     fs = _factors(e.expr)
     refs = [f for f in fs if isinstance(f, MapRef)]
-    if len(refs) != 1 or not all(isinstance(f, (MapRef, Lift, Cmp)) for f in fs):
+    if len(refs) != 1 or not all(isinstance(f, (MapRef, Lift, Cmp)) or _constant(f, bound) for f in fs):
         return None
     outer = refs[0]
     free = [v for v in outer.vars if v not in e.group and v not in bound]
@@ -96,6 +96,8 @@ def _match(e, bound: set):
             if r is None:
                 return None
             ranged[f.var] = r
+        elif isinstance(f, Value):
+            plain.append(f)
     for f in fs:
         if isinstance(f, Cmp):
             c = _condition(f, x, set(ranged))
@@ -105,6 +107,11 @@ def _match(e, bound: set):
     if not conds:
         return None
     return _Site(tuple(e.group), outer, x, plain, ranged, conds)
+
+
+def _constant(f, bound: set) -> bool:
+    """A value factor the same for every key of the site (it multiplies the interval's sum)."""
+    return isinstance(f, Value) and term_vars(f.term) <= bound
 
 
 def _range_sum(e, x):
