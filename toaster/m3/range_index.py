@@ -28,11 +28,13 @@ evaluates its original expression with each nested sum read from the index (`rix
 O(n log U)), which holds for any values. Integer sums stay exact; float sums are sums of the same
 values in another order, as the view caches' are.
 
-Applies (tuple mode only, before m3_view_cache) to := statements whose rhs, after `decompose`,
+Applies (tuple and batch mode, before m3_view_cache) to := statements whose rhs, after `decompose`,
 has sites AggSum(G, O[G.., X] * lifts * conditions) where: each correlated lift is Σ M[Y] * {Y op X}
 (one map with the single key Y, op in < <= > >=, X and Y FLOAT or DATE); the other lifts do not
 read X; every condition compares a correlated lift with a term free of X (or is `s != 0`); the
-maps are updated only by `+=` of one key per event. Other shapes are left to m3_view_cache.
+maps are updated only by `+=` of values of the event or batch (no map read). Other shapes are left
+to m3_view_cache. INT correlation keys are left too: a bound saturated at the int64 range could
+then meet a real key (FLOAT and DATE keys never reach it).
 """
 from __future__ import annotations
 
@@ -273,8 +275,9 @@ class _Indexer:
 
     @staticmethod
     def _simple(s: Statement, args: set) -> bool:
-        return s.op == "+=" and all(isinstance(k, Var) and k in args for k in s.keys) and not \
-            any(isinstance(a, MapRef) for a in _atoms(s.rhs)) and not (all_vars(s.rhs) - args)
+        """A `+=` of values of the event (its arguments, or its batch's rows): no map read."""
+        return s.op == "+=" and all(isinstance(k, Var) for k in s.keys) and not \
+            any(isinstance(a, MapRef) for a in _atoms(s.rhs))
 
 
 def _atoms(e):
@@ -309,8 +312,8 @@ def _levels_definition(level: Var):
 def _index_update(idx: MapDecl, s: Statement, pos: int) -> Statement:
     level, node = Var("__rix_l", INT), Var("__rix_n", INT)
     gkeys = tuple(k for i, k in enumerate(s.keys) if i != pos)
-    rhs = AggSum((level, node), Prod((MapRef(LEVELS_MAP, (level,), INT), Lift(node, Value(_node(s.keys[pos], level))),
-                                      s.rhs)))
+    rhs = AggSum(gkeys + (level, node), Prod((AggSum(s.keys, s.rhs), MapRef(LEVELS_MAP, (level,), INT),
+                                              Lift(node, Value(_node(s.keys[pos], level))))))
     return Statement(idx.name, gkeys + (level, node), "+=", rhs)
 
 
@@ -320,14 +323,13 @@ def _count_update(decl: MapDecl, s: Statement, pos, op: str) -> Statement:
     zero = Const(0, INT)
     gkeys = tuple(k for i, k in enumerate(s.keys) if i != pos)
     new = Arith("+", (old, d), old.type)
-    rhs = AggSum((), Prod((Lift(old, MapRef(s.target, s.keys, old.type)), Lift(d, s.rhs), Sum((
+    # the delta first: in a batch trigger it binds the keys the batch touches
+    rhs = AggSum(gkeys, Prod((Lift(d, AggSum(s.keys, s.rhs)), Lift(old, MapRef(s.target, s.keys, old.type)), Sum((
         Cmp(op, new, zero), Prod((Value(Const(-1, INT)), Cmp(op, old, zero))))))))
     return Statement(decl.name, gkeys, "+=", rhs)
 
 
 def range_index(prog: M3Program) -> M3Program:
-    if prog.mode != "tuple":
-        return prog
     ix = _Indexer(prog)
     triggers = []
     for t in prog.triggers:
@@ -344,7 +346,7 @@ def range_index(prog: M3Program) -> M3Program:
         return prog
     out = []
     for t in triggers:
-        if t.event.kind not in ("insert", "delete"):
+        if t.event.kind not in ("insert", "delete", "batch"):
             if any(s.target in {n for n, _ in ix.indexes} for s in t.statements):
                 return prog
             out.append(t)
