@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toaster.m3.parser import parse_m3
-from toaster.m3.range_index_functions import (I64_MAX, I64_MIN, LEVELS, bound_code, rix_bound, rix_interval, rix_key,
+from toaster.ordered_index import (I64_MAX, I64_MIN, LEVELS, bound_code, rix_bound, rix_interval, rix_key,
                                               rix_node, rix_sum)
 from toaster.pipeline import compile_file, compile_sql
 from toaster.testing import run_differential

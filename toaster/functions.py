@@ -484,5 +484,18 @@ def duckdb_sql(f: Function, args: list, arg_types: list) -> str:
     return f"{f.duckdb}({', '.join(args)})"
 
 
-# the functions of ordered aggregate indexes (pass m3_range_index) declare themselves here
-import toaster.m3.range_index_functions  # noqa: E402,F401
+# the functions of ordered aggregate indexes (pass m3_range_index; toaster/ordered_index.py):
+# internal, and the ones reading an index map get the engine's maps (reads_maps)
+def _declare_ordered_index_functions():
+    from toaster import ordered_index as ox
+    FUNCTIONS.declare("rix_key", 1, lambda ts: INT, python=ox.rix_key, native="rix_key", sql=False)
+    FUNCTIONS.declare("rix_node", 2, lambda ts: INT, python=ox.rix_node, native="rix_node", sql=False)
+    FUNCTIONS.declare("rix_bound", (3, None), lambda ts: INT, python=ox.rix_bound, native="rix_bound", sql=False,
+                      reads_maps=True)
+    # a sum has the index's value type: the pass writes it into the call (Func.type)
+    for name in ("rix_sum", "rix_interval"):
+        FUNCTIONS.declare(name, (3, None), lambda ts: FLOAT, python=getattr(ox, name), native=name, sql=False,
+                          reads_maps=True)
+
+
+_declare_ordered_index_functions()

@@ -17,7 +17,7 @@ finds (`rix_bound`, 64 lookups); the conditions together give [lo, hi] and the a
 `rix_interval(IDX_O, lo, hi, g..)`, the sum of O over it (<= 128 lookups), per group of O.
 
 Design (brief option (b), justified): the index reads are scalar functions that read maps
-(toaster/m3/range_index_functions.py, one Python semantics for interp/k3/imp; in llvm one
+(toaster/ordered_index.py, one Python semantics for interp/k3/imp; in llvm one
 native loop function per index map, emitted once per module: toaster/backends/llvm/range_index.py).
 So a use site costs one call and an update site one loop statement: programs keep their size
 (the unrolled form, 64 statements per update and 128 per descent, made VWAP's IR 2.8 MB).
@@ -41,7 +41,7 @@ from __future__ import annotations
 from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, MapRef, Prod, Sum, Value, Var,
                                  all_vars, expr_type, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
-from toaster.m3.range_index_functions import LEVELS, REL_CODES, bound_code
+from toaster.ordered_index import LEVELS, REL_CODES, bound_code
 from toaster.m3.view_cache import decompose
 from toaster.passes import pass_
 from toaster.types import DATE, FLOAT, STRING

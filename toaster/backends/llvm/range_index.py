@@ -1,4 +1,4 @@
-"""Native code of the ordered-index functions (toaster/m3/range_index_functions.py, pass m3_range_index).
+"""Native code of the ordered-index functions (toaster/ordered_index.py, pass m3_range_index).
 
 The pure ones (rix_key, rix_node) are a few instructions inline. The ones that read an index map
 (rix_interval, rix_sum, rix_bound) call a function emitted ONCE per module and index map

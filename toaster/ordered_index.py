@@ -1,4 +1,5 @@
-"""The functions of ordered aggregate indexes (pass `m3_range_index`): their one semantics, in Python.
+"""The functions of ordered aggregate indexes (pass `m3_range_index`): their one semantics, in Python
+(declared in toaster/functions.py; native code in toaster/backends/llvm/range_index.py).
 
 An index of a map M[g.., y] is a sparse dyadic segment tree stored in an ordinary map
 
@@ -23,9 +24,6 @@ an empty set gives +inf (up-sets) or -inf (down-sets) before the shift, saturate
 from __future__ import annotations
 
 import struct
-
-from toaster.functions import FUNCTIONS
-from toaster.types import FLOAT, INT, STRING
 
 LEVELS = 64
 I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -128,23 +126,4 @@ def bound_code(rel: str, strict: bool, shift: int) -> int:
     return REL_CODES[rel] + 4 * strict + 8 * (shift + 1)
 
 
-def _declare():
-    def int_result(_types):
-        return INT
-
-    def sum_result(types):
-        return FLOAT
-
-    FUNCTIONS.declare("rix_key", 1, int_result, python=rix_key, native="rix_key", sql=False)
-    FUNCTIONS.declare("rix_node", 2, int_result, python=rix_node, native="rix_node", sql=False)
-    FUNCTIONS.declare("rix_bound", (3, None), int_result, python=rix_bound, native="rix_bound", sql=False,
-                      reads_maps=True)
-    # the sums' type is the index's value type: the pass gives it in the call (Func.type)
-    FUNCTIONS.declare("rix_sum", (3, None), sum_result, python=rix_sum, native="rix_sum", sql=False,
-                      reads_maps=True)
-    FUNCTIONS.declare("rix_interval", (3, None), sum_result, python=rix_interval, native="rix_interval",
-                      sql=False, reads_maps=True)
-
-
-_declare()
-__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "bound_code", "LEVELS", "STRING"]
+__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "bound_code", "LEVELS"]
