@@ -28,7 +28,7 @@ evaluates its original expression with each nested sum read from the index (`rix
 O(n log U)), which holds for any values. Integer sums stay exact; float sums are sums of the same
 values in another order, as the view caches' are.
 
-Applies (tuple and batch mode, before m3_view_cache) to := statements whose rhs, after `decompose`,
+Applies (tuple mode; batch mode with the option `batch`; before m3_view_cache) to := statements whose rhs, after `decompose`,
 has sites AggSum(G, O[G.., X] * lifts * conditions) where: each correlated lift is Σ M[Y] * {Y op X}
 (one map with the single key Y, op in < <= > >=, X and Y FLOAT or DATE); the other lifts do not
 read X; every condition compares a correlated lift with a term free of X (or is `s != 0`); the
@@ -38,12 +38,14 @@ then meet a real key (FLOAT and DATE keys never reach it).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, MapRef, Prod, Sum, Value, Var,
                                  all_vars, expr_type, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
 from toaster.ordered_index import LEVELS, REL_CODES, bound_code
 from toaster.m3.view_cache import decompose
-from toaster.passes import pass_
+from toaster.passes import Options, Pass, register
 from toaster.types import DATE, FLOAT, STRING
 
 LEVELS_MAP = "RIX_LEVELS"
@@ -368,7 +370,21 @@ def range_index(prog: M3Program) -> M3Program:
                      prog.mode, notes=prog.notes + tuple(ix.notes))
 
 
-@pass_("m3_range_index", "m3")
-def m3_range_index(program: M3Program, options=None) -> M3Program:
-    """Ordered aggregate indexes for range-correlated nested aggregates: O(log U) per event (VWAP, MST)."""
-    return range_index(program)
+@register
+@dataclass(frozen=True)
+class M3RangeIndex(Pass):
+    """Ordered aggregate indexes for range-correlated nested aggregates: O(log U) per event (VWAP, MST).
+
+    batch: index batch-mode programs too (off: a batch of b rows costs 64 b index updates per
+    indexed map, more than the one O(n) re-evaluation per batch when b is large).
+    """
+    name = "m3_range_index"
+    takes = "m3"
+    gives = "m3"
+    description = "ordered aggregate indexes for range-correlated nested aggregates: O(log U) per event"
+    batch: bool = False
+
+    def run(self, ir, options: Options):
+        if ir.mode != "tuple" and not self.batch:
+            return ir
+        return range_index(ir)
