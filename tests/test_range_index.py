@@ -26,10 +26,10 @@ BATCH_INDEX = {"m3_range_index": {"batch": True}}
 CI = os.environ.get("CI") == "true"
 # volumes >= 0 keep the nested sums monotone (the descents); the default domains have -1.5
 NONNEG = {"VOLUME": (0.5, 1.25, 2.0, 3.75, 10.0), "PRICE": (-1.5, 0.5, 1.25, 2.0, 3.75, 10.0),
-          "C": (0.5, 1.0, 2.25, 4.0), "D": (19940630, 19950101, 19960315)}
+          "C": (0.5, 1.0, 2.25, 4.0), "D": (19940630, 19950101, 19960315), "A": (0, 1, 2, 3)}
 # new keys for the second part of a mixed stream, so that their sums can go below 0
 NEGATIVE = {**NONNEG, "VOLUME": (-1.5, 0.5, -2.0), "C": (-2.0, 0.5, -1.0), "PRICE": (5.0, 7.5, -3.0),
-            "B": (6.0, -4.0), "D": (19970101, 19930101)}
+            "B": (6.0, -4.0), "D": (19970101, 19930101), "A": (5, -2, 2 ** 63 - 1, -2 ** 63)}
 
 
 def mixed_stream(seed: int, n_batches: int, max_batch: int = 6):
@@ -173,6 +173,8 @@ TEMPLATES = [
     # self-correlated against a fraction of the total (VWAP's shape) over dates
     "SELECT r.A, COUNT(*) FROM R r WHERE 0.5 * (SELECT SUM(r3.C) FROM R r3) {cmp} "
     "(SELECT SUM(r2.C) FROM R r2 WHERE r2.D {rng} r.D) GROUP BY r.A",
+    # int keys (bounds saturate at the int64 ends: the fallback while a key is there), grouped by a float
+    "SELECT r.B, SUM(r.C) FROM R r WHERE (SELECT SUM(s.C) FROM S s WHERE s.A {rng} r.A) {cmp} {k} GROUP BY r.B",
 ]
 
 
@@ -181,7 +183,7 @@ def _sql(template: int, cmp: str, rng: str, k: str) -> str:
 
 
 @pytest.mark.parametrize("template,cmp,rng", [(0, ">", "<"), (0, "<=", ">="), (1, ">=", ">"), (1, "<", "<="),
-                                              (2, ">", ">"), (2, ">=", "<")])
+                                              (2, ">", ">"), (2, ">=", "<"), (3, "<", ">"), (3, ">=", "<=")])
 def test_own_queries_get_indexes_and_match_duckdb(template, cmp, rng):
     sql = _sql(template, cmp, rng, "2")
     assert any(m.name.endswith("_rix") for m in compile_sql(sql).m3.maps)

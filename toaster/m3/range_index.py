@@ -33,8 +33,8 @@ has sites AggSum(G, O[G.., X] * lifts * conditions) where: each correlated lift 
 (one map with the single key Y, op in < <= > >=, X and Y FLOAT or DATE); the other lifts do not
 read X; every condition compares a correlated lift with a term free of X (or is `s != 0`); the
 maps are updated only by `+=` of values of the event or batch (no map read). Other shapes are left
-to m3_view_cache. INT correlation keys are left too: a bound saturated at the int64 range could
-then meet a real key (FLOAT and DATE keys never reach it).
+to m3_view_cache. Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
+INT keys may: an INT site also falls back while its outer map has an entry at an end key.
 """
 from __future__ import annotations
 
@@ -43,14 +43,14 @@ from dataclasses import dataclass
 from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, MapRef, Prod, Sum, Value, Var,
                                  all_vars, expr_type, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
-from toaster.ordered_index import LEVELS, REL_CODES, bound_code
+from toaster.ordered_index import I64_MAX, I64_MIN, LEVELS, REL_CODES, bound_code
 from toaster.m3.view_cache import decompose
 from toaster.passes import Options, Pass, register
 from toaster.types import DATE, FLOAT, STRING
 
 LEVELS_MAP = "RIX_LEVELS"
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_KEY_TYPES = (FLOAT, DATE)
+_KEY_TYPES = (FLOAT, DATE, INT)
 
 
 def _factors(e):
@@ -157,6 +157,7 @@ class _Indexer:
         self.indexes: dict = {}     # (map, position) -> MapDecl of the index
         self.negs: dict = {}        # inner map -> MapDecl counting its negative entries
         self.groups: dict = {}      # (outer map, position) -> MapDecl counting nonzero entries per group
+        self.extremes: dict = {}    # (outer map, position) -> MapDecl counting entries at an int64 end key
         self.new_maps: list = []
         self.notes: list = []
 
@@ -182,13 +183,14 @@ class _Indexer:
             self.indexes[key] = idx
         return self.indexes[key]
 
-    def counter(self, table: dict, ref: MapRef, pos, suffix: str, op: str) -> MapDecl:
+    def counter(self, table: dict, ref: MapRef, pos, suffix: str, op: str, extreme: bool = False) -> MapDecl:
         key = (ref.name, pos)
         if key not in table:
             decl = self.maps[ref.name]
-            keys = tuple(k for i, k in enumerate(decl.keys) if i != pos)
+            keys = () if extreme else tuple(k for i, k in enumerate(decl.keys) if i != pos)
             v = Var("__rix_v", decl.type)
-            definition = AggSum(keys, Prod((Lift(v, decl.definition), Cmp(op, v, Const(0, INT)))))
+            definition = AggSum(keys, Prod((Lift(v, decl.definition), Cmp(op, v, Const(0, INT)))
+                                           + ((_at_end(decl.keys[pos]),) if extreme else ())))
             table[key] = MapDecl(self._fresh(f"{decl.name}_{suffix}"), keys, INT, definition)
             self.new_maps.append(table[key])
         return table[key]
@@ -212,6 +214,8 @@ class _Indexer:
         oidx = self.index(s.outer, pos)
         gvars = tuple(v for i, v in enumerate(s.outer.vars) if i != pos)
         negs = [self.counter(self.negs, ref, 0, "neg", "<") for ref, _ in s.ranged.values()]
+        if s.x.type == INT:         # a bound saturated at an int64 end would meet a key there
+            negs.append(self.counter(self.extremes, s.outer, pos, "rixx", "!=", extreme=True))
         fast, lows, highs = list(s.plain), [], []
         for k, (var, op, a) in enumerate(s.conds):
             ref, rel = s.ranged[var]
@@ -248,7 +252,7 @@ class _Indexer:
         check = Lift(bad, Sum(tuple(MapRef(n.name, (), INT) for n in negs)))
         self.notes.append(f"{oidx.name}: ordered index of {s.outer.name} over {s.x.name} (range sums and "
                           f"descents for {', '.join(sorted({r.name for r, _ in s.ranged.values()}))}; "
-                          f"O(log U) per event, pass m3_range_index)")
+                          f"O(log U) per event; local branch only: the distributed branch re-evaluates without it)")
         return AggSum(e.group, Prod((check, Sum((
             Prod((Cmp("=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(fast))))),
             Prod((Cmp("!=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(slow))))))))))
@@ -261,12 +265,12 @@ class _Indexer:
         out = []
         for s in trig.statements:
             extra_before, extra_after = [], []
-            for table, op in ((self.negs, "<"), (self.groups, "!=")):
+            for table, op in ((self.negs, "<"), (self.groups, "!="), (self.extremes, "!=")):
                 for (name, pos), decl in table.items():
                     if s.target == name:
                         if not self._simple(s, args):
                             return None
-                        extra_before.append(_count_update(decl, s, pos, op))
+                        extra_before.append(_count_update(decl, s, pos, op, table is self.extremes))
             for (name, pos), idx in self.indexes.items():
                 if s.target == name:
                     if not self._simple(s, args):
@@ -319,15 +323,21 @@ def _index_update(idx: MapDecl, s: Statement, pos: int) -> Statement:
     return Statement(idx.name, gkeys + (level, node), "+=", rhs)
 
 
-def _count_update(decl: MapDecl, s: Statement, pos, op: str) -> Statement:
+def _at_end(k):
+    """1 when the int key k is an end of the int64 range."""
+    return Sum((Cmp("=", k, Const(I64_MIN, INT)), Cmp("=", k, Const(I64_MAX, INT))))
+
+
+def _count_update(decl: MapDecl, s: Statement, pos, op: str, extreme: bool = False) -> Statement:
     """decl[g..] += {old + Δ op 0} - {old op 0}: reads the map's value before the update."""
     old, d = Var("__rix_old", expr_type(s.rhs)), Var("__rix_d", expr_type(s.rhs))
     zero = Const(0, INT)
-    gkeys = tuple(k for i, k in enumerate(s.keys) if i != pos)
+    gkeys = () if extreme else tuple(k for i, k in enumerate(s.keys) if i != pos)
     new = Arith("+", (old, d), old.type)
     # the delta first: in a batch trigger it binds the keys the batch touches
-    rhs = AggSum(gkeys, Prod((Lift(d, AggSum(s.keys, s.rhs)), Lift(old, MapRef(s.target, s.keys, old.type)), Sum((
-        Cmp(op, new, zero), Prod((Value(Const(-1, INT)), Cmp(op, old, zero))))))))
+    rhs = AggSum(gkeys, Prod((Lift(d, AggSum(s.keys, s.rhs)),) + ((_at_end(s.keys[pos]),) if extreme else ()) + (
+        Lift(old, MapRef(s.target, s.keys, old.type)), Sum((
+            Cmp(op, new, zero), Prod((Value(Const(-1, INT)), Cmp(op, old, zero))))))))
     return Statement(decl.name, gkeys, "+=", rhs)
 
 
