@@ -94,6 +94,8 @@ def _match(e, bound: set):
             if f.var in bound:
                 return None
             if x not in all_vars(f.expr):
+                if all_vars(f.expr) & set(outer.vars):
+                    return None     # read per group or per key: not once per site
                 plain.append(f)
                 continue
             r = _range_sum(f.expr, x)
@@ -104,7 +106,7 @@ def _match(e, bound: set):
             plain.append(f)
     for f in fs:
         if isinstance(f, Cmp):
-            c = _condition(f, x, set(ranged))
+            c = _condition(f, x, set(ranged), set(outer.vars))
             if c is None:
                 return None
             conds.append(c)
@@ -135,16 +137,17 @@ def _range_sum(e, x):
     return None
 
 
-def _condition(c: Cmp, x, lifted: set):
-    """(s, op, a) for a condition `s op a` on a correlated sum s, a free of X and of sums."""
+def _condition(c: Cmp, x, ranged: set, outer_keys: set):
+    """(s, op, a) for a condition `s op a` on a correlated sum s, a free of X, of the outer map's
+    keys and of correlated sums (the same for every key: a threshold)."""
     if c.op == "!=":
         for s, a in ((c.left, c.right), (c.right, c.left)):
-            if isinstance(s, Var) and s in lifted and a == Const(0, INT):
+            if isinstance(s, Var) and s in ranged and a == Const(0, INT):
                 return s, ">", a   # a count or sum of values >= 0 is not 0 exactly when it is > 0
         return None
     for s, op, a in ((c.left, c.op, c.right), (c.right, _FLIP.get(c.op), c.left)):
-        if isinstance(s, Var) and s in lifted and op in _FLIP:
-            if term_vars(a) & (lifted | {x}):
+        if isinstance(s, Var) and s in ranged and op in _FLIP:
+            if term_vars(a) & (ranged | outer_keys | {x}):
                 return None
             return s, op, a
     return None
