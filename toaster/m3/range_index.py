@@ -344,6 +344,15 @@ def _count_update(decl: MapDecl, s: Statement, pos, op: str, extreme: bool = Fal
     return Statement(decl.name, gkeys, "+=", rhs)
 
 
+def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
+    """No map behind an index read (an index, a count, a group count) changes after the first
+    statement reading one: the reads hide in function arguments, so the order is checked here."""
+    kept = {d.name for table in (ix.indexes, ix.negs, ix.groups, ix.extremes) for d in table.values()}
+    kept |= {name for name, _ in ix.indexes}
+    first = next((i for i, s in enumerate(stmts) if "name='rix_" in repr(s.rhs)), len(stmts))
+    return not any(s.target in kept for s in stmts[first:])
+
+
 def range_index(prog: M3Program) -> M3Program:
     ix = _Indexer(prog)
     triggers = []
@@ -367,7 +376,7 @@ def range_index(prog: M3Program) -> M3Program:
             out.append(t)
             continue
         stmts = ix.maintenance(t)
-        if stmts is None:
+        if stmts is None or not _reads_follow_writes(stmts, ix):
             return prog
         out.append(Trigger(t.event, tuple(stmts)))
     level = Var("__rix_l", INT)
