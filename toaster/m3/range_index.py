@@ -349,7 +349,8 @@ def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
     statement reading one: the reads hide in function arguments, so the order is checked here."""
     kept = {d.name for table in (ix.indexes, ix.negs, ix.groups, ix.extremes) for d in table.values()}
     kept |= {name for name, _ in ix.indexes}
-    first = next((i for i, s in enumerate(stmts) if "name='rix_" in repr(s.rhs)), len(stmts))
+    reads = ("name='rix_bound'", "name='rix_interval'", "name='rix_sum'")
+    first = next((i for i, s in enumerate(stmts) if any(r in repr(s.rhs) for r in reads)), len(stmts))
     return not any(s.target in kept for s in stmts[first:])
 
 
