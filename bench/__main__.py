@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=_list, help=f"comma-separated (available: {', '.join(available_queries())}) "
                     "or paths to .sql files with a '-- dataset:' header; 'all' for every query")
     ap.add_argument("--backends", type=_list, help="comma-separated: interp, llvm, calc, imp, spark (default interp,llvm)")
-    ap.add_argument("--strategies", type=_list, help="maintenance strategies: hoivm, ivm, rep, naive, nocache (hoivm without view caches), nofactor (hoivm without m3_factorize) (default hoivm)")
+    ap.add_argument("--strategies", type=_list, help="maintenance strategies: hoivm, ivm, rep, naive, noindex (hoivm without m3_range_index), nocache (hoivm without range indexes or view caches), nofactor (hoivm without m3_factorize) (default hoivm)")
     ap.add_argument("--batch-sizes", type=_ints, help="comma-separated (default 1,100,1000); 1 = single-tuple triggers")
     ap.add_argument("--mode", choices=["auto", "tuple", "batch"], default=None,
                     help="trigger mode (auto: tuple for batch size 1, else batch; spark is always batch)")

@@ -155,9 +155,10 @@ class Function:
     native: str | None = None                  # an llvm intrinsic or a builder of natives.py
     formula: Callable | None = None            # (m, *args) over a math namespace
     sql: bool = True                           # callable from SQL (False: internal, like LIKE)
+    reads_maps: bool = False                   # python(maps, *args): reads the engine's maps (range indexes)
 
-    def call(self, args):
-        return self.python(*args)
+    def call(self, args, maps=None):
+        return self.python(maps, *args) if self.reads_maps else self.python(*args)
 
 
 @dataclass
@@ -166,11 +167,11 @@ class Registry:
     aliases: dict = field(default_factory=dict)
 
     def declare(self, name: str, args: int | tuple, result, python=None, duckdb=None, native=None,
-                formula=None, aliases=(), sql=True) -> Function:
+                formula=None, aliases=(), sql=True, reads_maps=False) -> Function:
         lo, hi = (args, args) if isinstance(args, int) else args
         if python is None:
             python = _formula_in_python(formula)
-        f = Function(name, lo, hi, result, python, duckdb, native, formula, sql)
+        f = Function(name, lo, hi, result, python, duckdb, native, formula, sql, reads_maps)
         self.functions[name] = f
         for a in aliases:
             self.aliases[a] = name
@@ -192,17 +193,18 @@ class Registry:
             raise UnsupportedError(f"function {name} (no implementation registered)")
         return f
 
-    def call(self, name: str, args):
-        """Apply a function to argument values (the semantics every Python evaluator uses)."""
-        return self.lookup(name).python(*args)
+    def call(self, name: str, args, maps=None):
+        """Apply a function to argument values (the semantics every Python evaluator uses);
+        `maps` (name -> {keys: value}) for the functions that read maps."""
+        return self.lookup(name).call(args, maps)
 
 
 FUNCTIONS = Registry()
 
 
-def call(name: str, args, t: Type | str | None = None):
+def call(name: str, args, t: Type | str | None = None, maps=None):
     """A registered function's value; converted to the call's result type t when given."""
-    v = FUNCTIONS.call(name, args)
+    v = FUNCTIONS.call(name, args, maps)
     return v if t is None else cast(v, Type(t) if isinstance(t, str) else t)
 
 
@@ -480,3 +482,20 @@ def duckdb_sql(f: Function, args: list, arg_types: list) -> str:
     if f.result([t for t in arg_types]) == FLOAT:
         args = [_dbl(a) for a in args]
     return f"{f.duckdb}({', '.join(args)})"
+
+
+# the functions of ordered aggregate indexes (pass m3_range_index; toaster/ordered_index.py):
+# internal, and the ones reading an index map get the engine's maps (reads_maps)
+def _declare_ordered_index_functions():
+    from toaster import ordered_index as ox
+    FUNCTIONS.declare("rix_key", 1, lambda ts: INT, python=ox.rix_key, native="rix_key", sql=False)
+    FUNCTIONS.declare("rix_node", 2, lambda ts: INT, python=ox.rix_node, native="rix_node", sql=False)
+    FUNCTIONS.declare("rix_bound", (3, None), lambda ts: INT, python=ox.rix_bound, native="rix_bound", sql=False,
+                      reads_maps=True)
+    # a sum has the index's value type: the pass writes it into the call (Func.type)
+    for name in ("rix_sum", "rix_interval"):
+        FUNCTIONS.declare(name, (3, None), lambda ts: FLOAT, python=getattr(ox, name), native=name, sql=False,
+                          reads_maps=True)
+
+
+_declare_ordered_index_functions()

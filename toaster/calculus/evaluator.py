@@ -28,7 +28,8 @@ class Database:
     deltas: dict = field(default_factory=dict)
 
 
-def eval_term(t, env: dict):
+def eval_term(t, env: dict, maps: dict | None = None):
+    """A scalar term's value; `maps` for the functions that read maps (range indexes)."""
     match t:
         case Var():
             try:
@@ -38,20 +39,20 @@ def eval_term(t, env: dict):
         case Const(v, _):
             return v
         case Arith("neg", (a,), _):
-            return -eval_term(a, env)
+            return -eval_term(a, env, maps)
         case Arith("+", args, ty):
-            return _num(sum(eval_term(a, env) for a in args), ty)
+            return _num(sum(eval_term(a, env, maps) for a in args), ty)
         case Arith("*", args, ty):
             v = 1
             for a in args:
-                v = v * eval_term(a, env)
+                v = v * eval_term(a, env, maps)
             return _num(v, ty)
         case Arith("-", (a, b), ty):
-            return _num(eval_term(a, env) - eval_term(b, env), ty)
+            return _num(eval_term(a, env, maps) - eval_term(b, env, maps), ty)
         case Arith("/", (a, b), _):
-            return divide(eval_term(a, env), eval_term(b, env))
+            return divide(eval_term(a, env, maps), eval_term(b, env, maps))
         case Func(name, args, ty):
-            v = call(name, [eval_term(a, env) for a in args])
+            v = call(name, [eval_term(a, env, maps) for a in args], maps=maps)
             return cast(v, ty)
     raise TypeError(f"not a term: {t!r}")
 
@@ -100,15 +101,15 @@ def _ev(e, db: Database, env: dict):
             else:
                 yield from _match_atom(vs, table, env)
         case Value(t):
-            v = eval_term(t, env)
+            v = eval_term(t, env, db.maps)
             if v != 0:
                 yield {}, v
         case Cmp(op, a, b):
-            if _CMP[op](eval_term(a, env), eval_term(b, env)):
+            if _CMP[op](eval_term(a, env, db.maps), eval_term(b, env, db.maps)):
                 yield {}, 1
         case Lift(x, Value(t)):
             # a lifted scalar term (any type, strings included): no aggregation involved
-            val = eval_term(t, env)
+            val = eval_term(t, env, db.maps)
             if x in env:
                 if env[x] == val:
                     yield {}, 1
@@ -147,7 +148,7 @@ def _ev(e, db: Database, env: dict):
             support: dict = {}
             for b, v in _ev(q, db, env):
                 key = tuple(b[o] if o in b else env[o] for o in outs)
-                x = eval_term(t, {**env, **b})
+                x = eval_term(t, {**env, **b}, db.maps)
                 support[(key, x)] = support.get((key, x), 0) + v
             for (key, x), m in support.items():
                 if m > 0:

@@ -41,7 +41,7 @@ class ImpInterpreter:
             case Cast(t, a):
                 return cast(self.expr(a, env), t)
             case Call(n, args, t):
-                return call(n, [self.expr(a, env) for a in args], t)
+                return call(n, [self.expr(a, env) for a in args], t, maps=self.maps)
             case MapGet(m, keys, _):
                 return self.maps[m].get(tuple(self.expr(k, env) for k in keys), 0)
         raise TypeError(f"not an imperative expression: {e!r}")

@@ -78,7 +78,7 @@ class K3Interpreter:
             case Cast(t, a):
                 return cast(self.eval(a, env), t)
             case Call(name, args, t):
-                return call(name, [self.eval(a, env) for a in args], t)
+                return call(name, [self.eval(a, env) for a in args], t, maps=self.maps)
             case Lookup(m, keys, _):
                 return self.maps[m].get(tuple(self.eval(k, env) for k in keys), 0)
             case Tuple(es):

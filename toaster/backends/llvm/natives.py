@@ -221,6 +221,11 @@ BUILDERS = {
 }
 
 
+# the ordered-index functions of pass m3_range_index (their own module: they read index maps)
+from toaster.backends.llvm.range_index import RIX_BUILDERS  # noqa: E402
+BUILDERS.update(RIX_BUILDERS)
+
+
 def check_registry() -> None:
     """Every native hook names an intrinsic or a builder here (run by the tests)."""
     for f in FUNCTIONS:

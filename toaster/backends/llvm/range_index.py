@@ -1,0 +1,223 @@
+"""Native code of the ordered-index functions (toaster/ordered_index.py, pass m3_range_index).
+
+The pure ones (rix_key, rix_node) are a few instructions inline. The ones that read an index map
+(rix_interval, rix_sum, rix_bound) call a function emitted ONCE per module and index map
+(`rix.interval.<IDX>`, `rix.bound.<IDX>`): a loop of at most 64 steps over the map's native
+`get`, so a use site costs one call, whatever the number of levels (the unrolled form made
+programs megabytes long). Group keys are passed encoded, as the hash map stores them.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from toaster.backends.llvm.hashmap import F64, I64, i64
+from toaster.types import DATE, FLOAT, INT
+
+I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
+_SIGN = i64(I64_MIN)
+
+
+def _key(tg, args):
+    (a,) = args
+    b = tg.b
+    if a.type == FLOAT:
+        x = b.fadd(tg.typed(a, FLOAT), ir.Constant(F64, 0.0))        # -0.0 + 0.0 is 0.0
+        bits = b.bitcast(x, I64)
+        return b.select(b.icmp_signed("<", bits, i64(0)), b.xor(bits, i64(I64_MAX)), bits), INT
+    if a.type in (INT, DATE):
+        return tg.typed(a, INT), INT
+    return None
+
+
+def _node(tg, args):
+    k, level = (tg.typed(a, INT) for a in args)
+    return tg.b.lshr(tg.b.xor(k, _SIGN), level), INT
+
+
+def _index(tg, args):
+    """(NativeMap, encoded group keys) of a call whose first argument names the index."""
+    from toaster.backends.llvm.codegen import encode_key
+    m = tg.g.map(args[0].value)
+    groups = args[3:] if len(args) > 3 else ()
+    types = m.spec.key_types[:len(groups)]
+    return m, [encode_key(tg.b, tg.typed(g, t), t) for g, t in zip(groups, types)]
+
+
+def _cached(tg, kind: str, m, build):
+    fns = tg.g.__dict__.setdefault("rix_functions", {})
+    if (kind, m.name) not in fns:
+        fns[(kind, m.name)] = build(m)
+    return fns[(kind, m.name)]
+
+
+def _function(m, kind: str, ret, params):
+    f = ir.Function(m.module, ir.FunctionType(ret, params), f"rix.{kind}.{m.name}")
+    f.linkage = "internal"
+    return f
+
+
+def _add(b, m, x, y):
+    return b.fadd(x, y) if m.vty == F64 else b.add(x, y)
+
+
+def _build_interval(m):
+    """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval)."""
+    groups = m.K - 2
+    f = _function(m, "interval", m.vty, [I64, I64] + [I64] * groups)
+    lo, hi, gs = f.args[0], f.args[1], list(f.args[2:])
+    blocks = {n: f.append_basic_block(n) for n in ("entry", "empty", "one", "two", "loop", "body",
+                                                    "left", "right_test", "right", "next", "done")}
+    b = ir.IRBuilder(blocks["entry"])
+    b.cbranch(b.icmp_signed(">", lo, hi), blocks["empty"], blocks["one"])
+    ir.IRBuilder(blocks["empty"]).ret(m.zero())
+    b = ir.IRBuilder(blocks["one"])
+    ul, uh = b.xor(lo, _SIGN), b.xor(hi, _SIGN)
+    v_lo = b.call(m.get_fn, gs + [i64(0), ul])
+    same = b.icmp_unsigned("==", ul, uh)
+    b.cbranch(same, blocks["done"], blocks["two"])
+    b = ir.IRBuilder(blocks["two"])
+    v_hi = b.call(m.get_fn, gs + [i64(0), uh])
+    ctlz = ir.Function(m.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64") \
+        if "llvm.ctlz.i64" not in m.module.globals else m.module.globals["llvm.ctlz.i64"]
+    split = b.sub(i64(63), b.call(ctlz, [b.xor(ul, uh), ir.Constant(ir.IntType(1), 0)]))
+    start = _add(b, m, v_lo, v_hi)
+    b.branch(blocks["loop"])
+    b = ir.IRBuilder(blocks["loop"])
+    level = b.phi(I64)
+    acc = b.phi(m.vty)
+    b.cbranch(b.icmp_signed("<", level, split), blocks["body"], blocks["done"])
+    b = ir.IRBuilder(blocks["body"])
+    lnode, hnode = b.lshr(ul, level), b.lshr(uh, level)
+    b.cbranch(b.icmp_unsigned("==", b.and_(lnode, i64(1)), i64(0)), blocks["left"], blocks["right_test"])
+    b = ir.IRBuilder(blocks["left"])
+    with_left = _add(b, m, acc, b.call(m.get_fn, gs + [level, b.or_(lnode, i64(1))]))
+    b.branch(blocks["right_test"])
+    b = ir.IRBuilder(blocks["right_test"])
+    acc2 = b.phi(m.vty)
+    acc2.add_incoming(acc, blocks["body"])
+    acc2.add_incoming(with_left, blocks["left"])
+    b.cbranch(b.icmp_unsigned("==", b.and_(hnode, i64(1)), i64(1)), blocks["right"], blocks["next"])
+    b = ir.IRBuilder(blocks["right"])
+    with_right = _add(b, m, acc2, b.call(m.get_fn, gs + [level, b.and_(hnode, i64(-2))]))
+    b.branch(blocks["next"])
+    b = ir.IRBuilder(blocks["next"])
+    acc3 = b.phi(m.vty)
+    acc3.add_incoming(acc2, blocks["right_test"])
+    acc3.add_incoming(with_right, blocks["right"])
+    next_level = b.add(level, i64(1))
+    b.branch(blocks["loop"])
+    level.add_incoming(i64(0), blocks["two"])
+    level.add_incoming(next_level, blocks["next"])
+    acc.add_incoming(start, blocks["two"])
+    acc.add_incoming(acc3, blocks["next"])
+    b = ir.IRBuilder(blocks["done"])
+    out = b.phi(m.vty)
+    out.add_incoming(v_lo, blocks["one"])
+    out.add_incoming(acc, blocks["loop"])
+    b.ret(out)
+    return f
+
+
+def _build_bound(m):
+    """rix.bound.M(code, a, groups..): python rix_bound, natively (a as a double)."""
+    groups = m.K - 2
+    f = _function(m, "bound", I64, [I64, F64] + [I64] * groups)
+    code, a, gs = f.args[0], f.args[1], list(f.args[2:])
+    entry = f.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    rel = b.and_(code, i64(3))
+    strict = b.icmp_unsigned("!=", b.and_(code, i64(4)), i64(0))
+    shift = b.sub(b.ashr(code, i64(3)), i64(1))
+    suffix = b.icmp_unsigned("<=", rel, i64(1))
+
+    def holds(bb, s):
+        x = s if m.vty == F64 else bb.sitofp(s, F64)
+        return bb.select(strict, bb.fcmp_ordered("<", x, a), bb.fcmp_ordered("<=", x, a))
+
+    total = _add(b, m, b.call(m.get_fn, gs + [i64(63), i64(0)]), b.call(m.get_fn, gs + [i64(63), i64(1)]))
+    # rel 1 ('>=') with the total holding: least x is INT64_MIN; rel 3 ('<=') likewise INT64_MAX
+    early = b.and_(holds(b, total), b.or_(b.icmp_unsigned("==", rel, i64(1)), b.icmp_unsigned("==", rel, i64(3))))
+    early_value = b.select(suffix, ir.Constant(ir.IntType(128), I64_MIN), ir.Constant(ir.IntType(128), I64_MAX))
+    loop, body, leaf, finish = (f.append_basic_block(n) for n in ("loop", "body", "leaf", "finish"))
+    b.cbranch(early, finish, loop)
+    b = ir.IRBuilder(loop)
+    level = b.phi(I64)
+    node = b.phi(I64)
+    acc = b.phi(m.vty)
+    b.cbranch(b.icmp_signed(">=", level, i64(0)), body, leaf)
+    b = ir.IRBuilder(body)
+    twice = b.shl(node, i64(1))
+    # suffix sums look at the right child, prefix sums at the left one
+    child = b.select(suffix, b.or_(twice, i64(1)), twice)
+    v = b.call(m.get_fn, gs + [level, child])
+    with_v = _add(b, m, acc, v)
+    take = holds(b, with_v)
+    # suffix: holding -> left child with acc + v; else right.  prefix: holding -> right with acc + v; else left
+    go_right = b.select(suffix, b.not_(take), take)
+    next_node = b.select(go_right, b.or_(twice, i64(1)), twice)
+    next_acc = b.select(take, with_v, acc)
+    next_level = b.sub(level, i64(1))
+    b.branch(loop)
+    level.add_incoming(i64(63), entry)
+    level.add_incoming(next_level, body)
+    node.add_incoming(i64(0), entry)
+    node.add_incoming(next_node, body)
+    acc.add_incoming(m.zero(), entry)
+    acc.add_incoming(next_acc, body)
+    b = ir.IRBuilder(leaf)
+    found = holds(b, acc)
+    x = b.xor(node, _SIGN)                               # the leaf's signed key
+    # rel 1: x + 1, rel 3: x - 1 (in 128 bits, saturated below); none: +inf (suffix) / -inf (prefix)
+    wide = ir.IntType(128)
+    xw = b.sext(x, wide)
+    adj = b.select(b.icmp_unsigned("==", rel, i64(1)), ir.Constant(wide, 1),
+                   b.select(b.icmp_unsigned("==", rel, i64(3)), ir.Constant(wide, -1), ir.Constant(wide, 0)))
+    none = b.select(suffix, ir.Constant(wide, I64_MAX + 1), ir.Constant(wide, I64_MIN - 1))
+    res_leaf = b.select(found, b.add(xw, adj), none)
+    b.branch(finish)
+    b = ir.IRBuilder(finish)
+    res = b.phi(wide)
+    res.add_incoming(early_value, entry)
+    res.add_incoming(res_leaf, leaf)
+    shifted = b.add(res, b.sext(shift, wide))
+    lo_c, hi_c = ir.Constant(wide, I64_MIN), ir.Constant(wide, I64_MAX)
+    clamped = b.select(b.icmp_signed("<", shifted, lo_c), lo_c, b.select(b.icmp_signed(">", shifted, hi_c), hi_c, shifted))
+    b.ret(b.trunc(clamped, I64))
+    return f
+
+
+def _interval_call(tg, args):
+    m, gs = _index(tg, args)
+    fn = _cached(tg, "interval", m, _build_interval)
+    v = tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], INT)] + gs)
+    return v, FLOAT if m.vty == F64 else INT
+
+
+def _sum_call(tg, args):
+    m, gs = _index(tg, args)
+    fn = _cached(tg, "interval", m, _build_interval)
+    b = tg.b
+    rel, x = args[1].value, tg.typed(args[2], INT)
+    lo_c, hi_c = i64(I64_MIN), i64(I64_MAX)
+    match rel:
+        case 0:         # y > x
+            edge = b.icmp_signed("==", x, hi_c)
+            lo, hi = b.select(edge, hi_c, b.add(x, i64(1))), b.select(edge, lo_c, hi_c)
+        case 1:
+            lo, hi = x, hi_c
+        case 2:         # y < x
+            edge = b.icmp_signed("==", x, lo_c)
+            lo, hi = b.select(edge, hi_c, lo_c), b.select(edge, lo_c, b.sub(x, i64(1)))
+        case _:
+            lo, hi = lo_c, x
+    return b.call(fn, [lo, hi] + gs), FLOAT if m.vty == F64 else INT
+
+
+def _bound_call(tg, args):
+    m, gs = _index(tg, args)
+    fn = _cached(tg, "bound", m, _build_bound)
+    return tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], FLOAT)] + gs), INT
+
+
+RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_interval": _interval_call, "rix_sum": _sum_call,
+                "rix_bound": _bound_call}
