@@ -39,6 +39,7 @@ class InputBlock:
     block: str          # the block's name (its entry point in the partition program)
     delta: str          # DELTA_<relation>
     writes: tuple       # the temps it fills (each only Scattered by the trigger)
+    columns: tuple = ()     # the batch's column positions it reads (the others never travel)
 
 
 # ------------------------------------------------------------------ compile time
@@ -91,8 +92,48 @@ def input_blocks(prog, lowered: dict) -> dict:
             continue
         if _read_later(trig.blocks[1:], set(writes) | {delta}):
             continue
-        out[rel] = InputBlock(rel, code.name, delta, writes)
+        arity = len(next(r for r in prog.relations if r.name == rel).columns)
+        out[rel] = InputBlock(rel, code.name, delta, writes, _columns_read(code.body, delta, arity))
     return out
+
+
+def _columns_read(body, delta: str, arity: int) -> tuple:
+    """Positions of the batch's columns the block's code reads: a loop over the batch binds
+    every column, but one whose variable the loop body never uses need not travel (the block
+    is linear, so rows that differ only there may be summed together)."""
+    from toaster.imperative.ir import ForEach, LocalRef, MapGet
+    used: set = set()
+
+    def refs(node, out):
+        if isinstance(node, LocalRef):
+            out.add(node.name)
+        elif isinstance(node, tuple):
+            for x in node:
+                refs(x, out)
+        elif hasattr(node, "__dataclass_fields__"):
+            if isinstance(node, MapGet) and node.map == delta:
+                used.update(range(arity))          # read by key: every column counts
+            for f in node.__dataclass_fields__:
+                refs(getattr(node, f), out)
+
+    def walk(node):
+        if isinstance(node, ForEach) and node.map == delta:
+            names: set = set()
+            refs(node.body, names)
+            for i, (pat, var) in enumerate(zip(node.pattern, node.key_vars)):
+                if pat is not None or (var is not None and var.name in names):
+                    used.add(i)
+            walk(node.body)
+        elif isinstance(node, tuple):
+            for x in node:
+                walk(x)
+        elif hasattr(node, "__dataclass_fields__"):
+            if isinstance(node, MapGet) and node.map == delta:
+                used.update(range(arity))
+            for f in node.__dataclass_fields__:
+                walk(getattr(node, f))
+    walk(body)
+    return tuple(sorted(used))
 
 
 def _read_later(blocks, names: set) -> bool:
@@ -108,14 +149,15 @@ def _read_later(blocks, names: set) -> bool:
 
 
 # ------------------------------------------------------------------ driver
-def batch_slices(batch, parts: int) -> list:
-    """The batch cut into `parts` row ranges, each an Arrow IPC stream (columns c0.., signs s):
-    vectorized, and sliced buffers are written truncated (only the range travels)."""
+def batch_slices(batch, parts: int, columns) -> list:
+    """The batch's `columns` cut into `parts` row ranges, each an Arrow IPC stream (columns
+    c<position>.., signs s): vectorized, and sliced buffers are written truncated (only the
+    range travels)."""
     import pyarrow as pa
-    arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(c))
-              for c in batch.columns]
+    arrays = [batch.columns[j] if isinstance(batch.columns[j], (pa.Array, pa.ChunkedArray))
+              else pa.array(np.asarray(batch.columns[j])) for j in columns]
     arrays.append(pa.array(np.asarray(batch.signs, np.int64)))
-    table = pa.table(arrays, names=[f"c{j}" for j in range(len(batch.columns))] + ["s"])
+    table = pa.table(arrays, names=[f"c{j}" for j in columns] + ["s"])
     n = table.num_rows
     bounds = [n * p // parts for p in range(parts + 1)]
     out = []
@@ -139,25 +181,36 @@ class ColumnarDelta:
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
 
-    def slices(self, parts: int) -> list:
+    def slices(self, parts: int, columns) -> list:
         from toaster.runtime.batch import Batch
         batch = self.batches[0] if len(self.batches) == 1 else Batch.concat(self.batches)
-        return batch_slices(batch, parts)
+        return batch_slices(batch, parts, columns)
 
 
 # ------------------------------------------------------------------ executors
-def _read_slice(data: bytes):
+_FILL = {"string": "", "float": 0.0, "bool": False}
+
+
+def _read_slice(data: bytes, key_types):
+    """(key columns, signs) of a slice; a column that did not travel (the block does not read
+    it) is one constant."""
     import pyarrow as pa
     table = pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+    n = table.num_rows
     cols = []
-    for j in range(table.num_columns - 1):
-        col = table.column(j).combine_chunks()
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or \
-                pa.types.is_dictionary(col.type):
+    for j, t in enumerate(key_types):
+        name = f"c{j}"
+        if name not in table.column_names:
+            fill = _FILL.get(t, 0)
+            cols.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([""]))
+                        if t == "string" else np.full(n, fill))
+            continue
+        col = table.column(name).combine_chunks()
+        if t == "string":
             cols.append(col)                  # the string pool encodes Arrow arrays directly
         else:
             cols.append(col.to_numpy(zero_copy_only=False))
-    return cols, table.column(table.num_columns - 1).to_numpy()
+    return cols, table.column("s").to_numpy()
 
 
 def input_task(spec: dict, inputs: list):
@@ -182,7 +235,7 @@ def input_task(spec: dict, inputs: list):
                 if nm is None:
                     nm = nx.module_for(spec)
                     nm.activate(store, p)
-                cols, signs = _read_slice(data)
+                cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
                 nm.add(delta, [(cols, signs)])
                 for n in nm.pp.fresh[block]:
                     nm.add(n, ())

@@ -330,7 +330,7 @@ class DistRuntime:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
             if inputs:       # stage 0: the executors read their slices of the batches (native_input)
-                slices = {e[0].block: e[1].slices(P) for e in inputs}
+                slices = {e[0].block: e[1].slices(P, e[0].columns) for e in inputs}
                 work = [(e[0].block, e[0].delta, e[0].writes, e[2]) for e in inputs]
                 first = self.sc.parallelize(
                     [(p, (self._scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
