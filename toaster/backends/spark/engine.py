@@ -129,8 +129,8 @@ class SparkEngine(Engine):
         inputs = self.program.native.inputs if self.program.native is not None else {}
         # a relation with an input block: its rows go to the executors as columns (never Python
         # objects here); the others are pre-aggregated on the driver (net multiplicity per row)
-        deltas = [(b.relation.upper(), ColumnarDelta([b]) if b.relation.upper() in inputs
-                   and all(c is not None for c in b.columns) else net_delta(b)) for b in batches]
+        deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs) else net_delta(b))
+                  for b in batches]
         try:
             self.program.apply_deltas(deltas)
         except Exception as e:
@@ -140,6 +140,11 @@ class SparkEngine(Engine):
                 raise
             from toaster.runtime.int64 import overflow_error
             raise overflow_error(found.group(1), self.queries, self.dist) from None
+
+    @staticmethod
+    def _columnar(batch, inputs: dict) -> bool:
+        ib = inputs.get(batch.relation.upper())
+        return ib is not None and all(batch.columns[j] is not None for j in ib.columns)
 
     @property
     def jobs_last_batch(self) -> int:

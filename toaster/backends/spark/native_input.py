@@ -90,7 +90,7 @@ def input_blocks(prog, lowered: dict) -> dict:
             continue
         if any(map_names(s.rhs) != {delta} or not linear_in(s.rhs, rel) for s in stmts):
             continue
-        if _read_later(trig.blocks[1:], set(writes) | {delta}):
+        if _read_later(trig.blocks[1:], set(writes) | {delta}) or not _scattered_next(trig.blocks, set(writes)):
             continue
         arity = len(next(r for r in prog.relations if r.name == rel).columns)
         out[rel] = InputBlock(rel, code.name, delta, writes, _columns_read(code.body, delta, arity))
@@ -134,6 +134,13 @@ def _columns_read(body, delta: str, arity: int) -> tuple:
                 walk(getattr(node, f))
     walk(body)
     return tuple(sorted(used))
+
+
+def _scattered_next(blocks, temps: set) -> bool:
+    """Whether every Scatter of the input block's temps is in the exchange block right after it
+    (so the runtime sees them all before any other planning call)."""
+    later = [it for b in blocks[2:] for it in b.items if isinstance(it, Exchange) and it.source in temps]
+    return len(blocks) > 1 and blocks[1].mode == "exchange" and not later
 
 
 def _read_later(blocks, names: set) -> bool:
@@ -181,10 +188,28 @@ class ColumnarDelta:
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
 
+    @staticmethod
+    def merged(first, second) -> "ColumnarDelta":
+        """One relation's batches given twice in one step: their rows together."""
+        if not isinstance(second, ColumnarDelta) or not isinstance(first, (ColumnarDelta, type(None))):
+            raise TypeError("a relation given both as columns and as a dict in one batch")
+        return ColumnarDelta((first.batches if first is not None else []) + second.batches)
+
     def slices(self, parts: int, columns) -> list:
         from toaster.runtime.batch import Batch
         batch = self.batches[0] if len(self.batches) == 1 else Batch.concat(self.batches)
         return batch_slices(batch, parts, columns)
+
+
+def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict):
+    """The RDD of a job's stage 0: P tasks, each with the driver's scattered records of its
+    partition and its slice of every input block's batch. `inputs`: the runtime's entries
+    [InputBlock, ColumnarDelta, scatters, ready]."""
+    slices = {ib.block: delta.slices(parts, ib.columns) for ib, delta, _, _ in inputs}
+    work = [(ib.block, ib.delta, ib.writes, scatters) for ib, _, scatters, _ in inputs]
+    elements = [(p, (scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
+                for p in range(parts)]
+    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work))
 
 
 # ------------------------------------------------------------------ executors

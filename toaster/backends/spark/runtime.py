@@ -190,6 +190,7 @@ class DistRuntime:
         """Run a local block now, or, if it needs the job's result or must stay after a block
         that waits for it, when the job has run."""
         reads, writes = set(reads), set(writes)
+        self._close_inputs()
         columnar = {r for r in reads if isinstance(self.local.get(r), native_input.ColumnarDelta)}
         if columnar:                      # the batch's rows are read by the executors, not here
             ib = self._input_by_delta.get(next(iter(columnar)))
@@ -225,22 +226,33 @@ class DistRuntime:
         for p, b in enumerate(buckets):
             self._scattered[p].extend((target, k, v) for k, v in b.items())
 
+    def _close_inputs(self) -> None:
+        """The planned input blocks have all their Scatters (those come right after the block,
+        before any other call): the next job runs them in its stage 0."""
+        for entry in self._inputs:
+            entry[3] = True
+        self._input_temps = {}
+
     def repart(self, target: str, source: str, parts: tuple) -> None:
+        self._close_inputs()
         st = self._last_stage()
         st.reparts.append((target, source, tuple(parts)))
         st.closed = True
 
     def gather(self, target: str, source: str) -> None:
+        self._close_inputs()
         st = self._last_stage()
         st.gathers.append((target, source))
         st.closed = True
 
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
+        self._close_inputs()
         self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
 
     def sync(self, more: bool = True) -> None:
         """Run what is planned (programs generated before run_local call it before the local
         blocks that read a Gather). more=False: no dist work follows in this batch."""
+        self._close_inputs()
         self._flush(more)
 
     def _flush(self, more: bool) -> None:
@@ -253,9 +265,7 @@ class DistRuntime:
             fn()
 
     def end_trigger(self, temps: tuple) -> None:
-        for entry in self._inputs:          # its scatters are all planned: the next job runs it
-            entry[3] = True
-        self._input_temps = {}
+        self._close_inputs()
         self._batch["temps"].extend(temps)
         self.batches += 1
         if self._batch.get("single"):
@@ -329,12 +339,8 @@ class DistRuntime:
         try:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
-            if inputs:       # stage 0: the executors read their slices of the batches (native_input)
-                slices = {e[0].block: e[1].slices(P, e[0].columns) for e in inputs}
-                work = [(e[0].block, e[0].delta, e[0].writes, e[2]) for e in inputs]
-                first = self.sc.parallelize(
-                    [(p, (self._scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
-                     for p in range(P)], P).mapPartitionsWithIndex(native_input.input_task(self._spec({}), work))
+            if inputs:       # stage 0: the executors read their slices of the batches
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}))
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if self._carried is not None:
@@ -372,8 +378,9 @@ class DistRuntime:
         self._scattered = [[] for _ in range(P)]
 
     def _take_inputs(self) -> list:
-        """The input blocks of the triggers that ended (their scatters all planned): this job's
-        stage 0. An open trigger's input block waits for the next job of the batch."""
+        """The input blocks whose Scatters are all planned: this job's stage 0. One still taking
+        Scatters (a Scatter of its exchange block needs a Gather's result: the job runs first)
+        waits for the next job of the batch, where the block that reads its temps is planned."""
         ready = [e for e in self._inputs if e[3]]
         self._inputs = [e for e in self._inputs if not e[3]]
         return ready
@@ -472,10 +479,7 @@ class DistRuntime:
         merged: dict = {}
         for r, d in deltas:
             if isinstance(d, native_input.ColumnarDelta) or isinstance(merged.get(r), native_input.ColumnarDelta):
-                if r in merged and not isinstance(merged[r], native_input.ColumnarDelta) or \
-                        not isinstance(d, native_input.ColumnarDelta):
-                    raise TypeError(f"relation {r} given both as columns and as a dict in one batch")
-                merged[r] = native_input.ColumnarDelta(merged[r].batches + d.batches if r in merged else d.batches)
+                merged[r] = native_input.ColumnarDelta.merged(merged.get(r), d)
             elif r in merged:         # a relation twice: one trigger over the sum (the views are a
                 acc = merged[r]     # function of the database, which the order does not change)
                 for k, v in d.items():
