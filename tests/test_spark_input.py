@@ -109,3 +109,22 @@ def test_linear_in_refuses_batch_under_lift_comparison_or_constant_term():
     assert not linear_in(C.Sum((d, C.Value(C.Const(1, INT)))), "R")             # a constant term
     assert not linear_in(C.Lift(C.Var("Z", INT), C.AggSum((), d)), "R")        # an aggregate lifted
     assert not linear_in(C.Prod((C.Rel("S", (x,)), C.Value(y))), "R")           # no batch at all
+
+
+def test_a_bad_line_rejects_its_batch_with_file_line_column(spark, tmp_path, monkeypatch):
+    """As `--run` feeds the engine: the CSV reader's batches go to the executors as columns; the
+    batch holding a malformed line is rejected whole, naming file:line:column, and the views are
+    those of the batches before it (DuckDB over the same batches)."""
+    from toaster.errors import InputError
+    from toaster.runtime.csv_source import iter_source
+    good = [f"{i},{i % 3},{i % 4}.0,{i}.5,0.{i % 7},1994-0{1 + i % 9}-11,n{i % 2}" for i in range(1, 9)]
+    lines = good[:7] + ["8,1,x,2.0,0.1,1994-01-01,n1"] + good[7:]
+    (tmp_path / "l.csv").write_text("\n".join(lines) + "\n")
+    comp = compile_sql(Q6, mode="batch", base_dir=str(tmp_path))
+    decl = next(r for r in comp.m3.relations if r.name == "LI")
+    applied = []
+    with pytest.raises(InputError, match=r"l\.csv:8:5"):
+        for b in iter_source(decl, batch_size=3, base_dir=str(tmp_path)):
+            applied.append(b)
+    assert sum(len(b) for b in applied) == 6          # batches 1-2; the third (lines 7-9) rejected
+    _run(spark, Q6, applied, 1, {"LI"}, tmp_path, monkeypatch)
