@@ -93,6 +93,7 @@ class DistRuntime:
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
     BLOCKS: str = "python"       # how dist blocks run: 'native' (native.py) or 'python' (pygen)
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
+    _inputs: tuple | list = ()   # input blocks planned for the executors (none outside a runtime)
     native = None                # the partition program when dist blocks run natively
     last_job_plan = None         # the RDD the last job collected
 
