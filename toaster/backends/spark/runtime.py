@@ -228,20 +228,19 @@ class DistRuntime:
             self._scattered[p].extend((target, k, v) for k, v in b.items())
 
     def _close_inputs(self) -> None:
-        """The planned input blocks have all their Scatters (those come right after the block,
-        before any other call): the next job runs them in its stage 0."""
+        """The planned input blocks have all their Scatters (those are in the exchange block right
+        after the input block, beside its Reparts and Gathers; the next block, local or dist, or
+        the trigger's end closes them): the next job runs them in its stage 0."""
         for entry in self._inputs:
             entry[3] = True
         self._input_temps = {}
 
     def repart(self, target: str, source: str, parts: tuple) -> None:
-        self._close_inputs()
         st = self._last_stage()
         st.reparts.append((target, source, tuple(parts)))
         st.closed = True
 
     def gather(self, target: str, source: str) -> None:
-        self._close_inputs()
         st = self._last_stage()
         st.gathers.append((target, source))
         st.closed = True
