@@ -8,7 +8,10 @@ A batch trigger's `scatter / repart / gather / run_dist` calls only plan. The di
 two exchanges form a stage; the triggers of all relations of one batch (`apply_deltas`) plan
 into the same stages, in order, and the plan runs as ONE Spark job at the end of the batch:
 
-    parallelize(P buckets of the scattered records)           (the batch's slice for each partition)
+    parallelize(P buckets of the scattered records)           (the batch's slice for each partition;
+                                                              with input blocks, P row ranges of the
+                                                              batch's columns -> stage 0 -> partitionBy:
+                                                              native_input.py)
       -> mapPartitionsWithIndex(stage 1)  -> partitionBy(P)   (all Reparts of one block: one shuffle)
       -> mapPartitionsWithIndex(stage 2)  -> ... -> collect()  (the Gathered records only)
 
