@@ -192,13 +192,16 @@ class DistToSpark(Pass):
     block_passes: the passes that lower each statement block from M3 to the imperative IR
     (the local branch's, after its whole-program M3 rewrites).
     blocks: how the dist blocks run in the executors: 'native' (one LLVM partition program,
-    native.py; what it cannot compile is an UnsupportedError here) or 'python' (pygen)."""
+    native.py; what it cannot compile is an UnsupportedError here) or 'python' (pygen).
+    executor_input: with native blocks, a trigger whose first block is a linear pre-aggregation
+    of the batch runs it in the executors on their slice of the batch (native_input.py)."""
     name = "dist_to_spark"
     takes = "dist"
     gives = "spark"
     description = "generate the PySpark driver program (source built with `ast`)"
     block_passes: tuple[str, ...] = BLOCK_PASSES
     blocks: str = "native"
+    executor_input: bool = True      # native: the executors read their slice of a batch (native_input.py)
 
     def __post_init__(self):
         block_passes(self.block_passes)      # unknown names and wrong stages fail at once
@@ -211,7 +214,8 @@ class DistToSpark(Pass):
         part = None
         if self.blocks == "native" and any(b.mode == "dist" for b in lowered):
             from toaster.backends.spark.native import partition_program
-            part = partition_program(prog, lowered)
+            from toaster.backends.spark.native_input import input_blocks
+            part = partition_program(prog, lowered, input_blocks(prog, gen.lowered) if self.executor_input else {})
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)

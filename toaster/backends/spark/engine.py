@@ -46,12 +46,22 @@ def explain_jobs(program: SparkProgram) -> str:
                "one partition program, JIT once per worker process)")
     else:
         how = "dist blocks: " + ("Python functions (pygen)" if "def dist_block_" in program.source else "none")
-    lines = [how, "spark jobs per batch (planned; plus one snapshot job every checkpoint interval):"]
+    lines = [how]
+    inputs = program.native.inputs if program.native is not None else {}
+    executors = [r.name for r in rels if r.name in inputs]
+    driver = [r.name for r in rels if r.name not in inputs]
+    if executors:
+        lines.append("batch input read by the executors (each task pre-aggregates its slice natively, "
+                     "one stage more): " + ", ".join(executors))
+    if driver:
+        lines.append("batch input pre-aggregated on the driver (its first block is not a linear "
+                     "pre-aggregation scattered to the executors): " + ", ".join(driver))
+    lines.append("spark jobs per batch (planned; plus one snapshot job every checkpoint interval):")
     if streams:
-        jobs, stages = planned_counts(cls, streams)
+        jobs, stages = planned_counts(cls, streams, inputs)
         lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
     for r in rels:
-        jobs, stages = planned_counts(cls, [r.name])
+        jobs, stages = planned_counts(cls, [r.name], inputs)
         lines.append(f"  {r.name} alone: {jobs} job(s), {stages} stage(s)")
     if not rels:
         lines.append("  no triggers: no job")
@@ -115,7 +125,12 @@ class SparkEngine(Engine):
         Scatter needs a Gather's result). If it fails (in a task or on the driver) the runtime
         undoes every batch of it (DistRuntime.apply_deltas); an integer out of the 64-bit range
         is IntegerOverflowError."""
-        deltas = [(b.relation.upper(), net_delta(b)) for b in batches]
+        from toaster.backends.spark.native_input import ColumnarDelta
+        inputs = self.program.native.inputs if self.program.native is not None else {}
+        # a relation with an input block: its rows go to the executors as columns (never Python
+        # objects here); the others are pre-aggregated on the driver (net multiplicity per row)
+        deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs) else net_delta(b))
+                  for b in batches]
         try:
             self.program.apply_deltas(deltas)
         except Exception as e:
@@ -125,6 +140,11 @@ class SparkEngine(Engine):
                 raise
             from toaster.runtime.int64 import overflow_error
             raise overflow_error(found.group(1), self.queries, self.dist) from None
+
+    @staticmethod
+    def _columnar(batch, inputs: dict) -> bool:
+        ib = inputs.get(batch.relation.upper())
+        return ib is not None and all(batch.columns[j] is not None for j in ib.columns)
 
     @property
     def jobs_last_batch(self) -> int:

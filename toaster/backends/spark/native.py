@@ -38,6 +38,7 @@ class PartitionProgram:
     blame: dict = field(hash=False, compare=False)       # overflow site name -> map to name
     map_types: dict = field(hash=False, compare=False)   # map -> (key type names, value type name)
     views: tuple = ()                                     # the resident (Dist view) maps
+    inputs: dict = field(default_factory=dict, hash=False, compare=False)   # relation -> InputBlock
 
     @property
     def ir_text(self) -> str:
@@ -62,14 +63,18 @@ def _rename(node, names: dict):
     return node
 
 
-def partition_program(dist: DistProgram, blocks) -> PartitionProgram:
-    """Build and generate the partition program of `blocks` (BlockCode of every block)."""
+def partition_program(dist: DistProgram, blocks, inputs: dict | None = None) -> PartitionProgram:
+    """Build and generate the partition program of `blocks` (BlockCode of every block): the
+    dist blocks, and the input blocks (`inputs`: relation -> native_input.InputBlock) that the
+    executors run on their slice of a batch."""
+    inputs = inputs or {}
+    input_names = {i.block for i in inputs.values()}
     from toaster.backends.llvm.codegen import generate_llvm
     tags = dist.tags()
     maps: dict[str, MapSpec] = {}
     relations, triggers, entries, fresh, blame = [], [], {}, {}, {}
     for code in blocks:
-        if code.mode != "dist":
+        if code.mode != "dist" and code.name not in input_names:
             continue
         names = {s: f"{code.name}__{s}" for s in code.scratch}
         for spec in code.imp.maps:
@@ -110,7 +115,7 @@ def partition_program(dist: DistProgram, blocks) -> PartitionProgram:
     types = map_types(dist)        # every map the driver may scatter, and the module's own
     types.update({m.name: (tuple(str(t) for t in m.key_types), str(m.value_type)) for m in maps.values()})
     views = tuple(m.name for m in maps.values() if m.kind == "view")
-    return PartitionProgram(module, key, entries, fresh, blame, types, views)
+    return PartitionProgram(module, key, entries, fresh, blame, types, views, dict(inputs))
 
 
 def map_types(dist: DistProgram) -> dict:

@@ -145,7 +145,8 @@ class NativeModule:
         words = np.empty((n, len(types)), np.int64)
         for j, (t, col) in enumerate(zip(types, cols)):
             if t == STRING:
-                words[:, j] = self.engine._pool.encode(list(col)) if n else 0
+                arrow = type(col).__module__.startswith("pyarrow")    # the pool reads Arrow directly
+                words[:, j] = self.engine._pool.encode(col if arrow else list(col)) if n else 0
             elif t == FLOAT:
                 words[:, j] = (np.asarray(col, np.float64) + 0.0).view(np.int64)
             elif t == BOOL:

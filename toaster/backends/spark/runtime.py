@@ -8,7 +8,10 @@ A batch trigger's `scatter / repart / gather / run_dist` calls only plan. The di
 two exchanges form a stage; the triggers of all relations of one batch (`apply_deltas`) plan
 into the same stages, in order, and the plan runs as ONE Spark job at the end of the batch:
 
-    parallelize(P buckets of the scattered records)           (the batch's slice for each partition)
+    parallelize(P buckets of the scattered records)           (the batch's slice for each partition;
+                                                              with input blocks, P row ranges of the
+                                                              batch's columns -> stage 0 -> partitionBy:
+                                                              native_input.py)
       -> mapPartitionsWithIndex(stage 1)  -> partitionBy(P)   (all Reparts of one block: one shuffle)
       -> mapPartitionsWithIndex(stage 2)  -> ... -> collect()  (the Gathered records only)
 
@@ -38,7 +41,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from toaster.backends.spark import native, native_state, state, worker
+from toaster.backends.spark import native, native_input, native_state, state, worker
 from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
@@ -93,6 +96,7 @@ class DistRuntime:
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
     BLOCKS: str = "python"       # how dist blocks run: 'native' (native.py) or 'python' (pygen)
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
+    _inputs: tuple | list = ()   # input blocks planned for the executors (none outside a runtime)
     native = None                # the partition program when dist blocks run natively
     last_job_plan = None         # the RDD the last job collected
 
@@ -122,6 +126,8 @@ class DistRuntime:
         self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
         self.views = {n: _ViewLog() for n in self.DIST_MAPS}
         self._batch = None
+        # input blocks the executors run on their slice of a batch (native_input.py), by delta map
+        self._input_by_delta = {i.delta: i for i in (self.native.inputs if self.native is not None else {}).values()}
         self._reset_plan()
 
     def _reset_plan(self):
@@ -130,6 +136,8 @@ class DistRuntime:
         self._carried = None         # RDD from an earlier job of this batch, still to be shuffled
         self._persisted: list = []
         self._deferred: list = []    # (fn, reads, writes): local blocks waiting for the job
+        self._inputs: list = []      # [InputBlock, ColumnarDelta, scatters, trigger ended]: stage 0's work
+        self._input_temps: dict = {}     # temp an input block fills -> its entry in _inputs
 
     # ------------------------------------------------------------ planning
     def _open_stage(self) -> _Stage:
@@ -186,6 +194,16 @@ class DistRuntime:
         """Run a local block now, or, if it needs the job's result or must stay after a block
         that waits for it, when the job has run."""
         reads, writes = set(reads), set(writes)
+        self._close_inputs()
+        columnar = {r for r in reads if isinstance(self.local.get(r), native_input.ColumnarDelta)}
+        if columnar:                      # the batch's rows are read by the executors, not here
+            ib = self._input_by_delta.get(next(iter(columnar)))
+            if ib is None or reads != {ib.delta} or writes != set(ib.writes) or self._stages is None:
+                raise AssertionError(f"a local block reads the columnar batch {sorted(columnar)}")
+            entry = [ib, self.local[ib.delta], [], False]
+            self._inputs.append(entry)
+            self._input_temps.update((w, entry) for w in writes)
+            return
         if self._stages is None:          # outside a runtime (a simulation): in order
             fn()
         elif reads & self._pending_gathers() or any(
@@ -198,6 +216,9 @@ class DistRuntime:
         return {g[0] for st in self._stages for g in st.gathers}
 
     def scatter(self, target: str, source: str, parts: tuple) -> None:
+        if source in self._input_temps:     # filled by an input block in the executors (stage 0)
+            self._input_temps[source][2].append((target, source, tuple(parts)))
+            return
         if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
             self._flush(more=True)        # the data to scatter comes from the job: a second job
         if self.native is not None:        # columns, placed by the one partition function
@@ -208,6 +229,14 @@ class DistRuntime:
         buckets = worker.split_by_partition(self.local[source], parts, self.partitions)
         for p, b in enumerate(buckets):
             self._scattered[p].extend((target, k, v) for k, v in b.items())
+
+    def _close_inputs(self) -> None:
+        """The planned input blocks have all their Scatters (those are in the exchange block right
+        after the input block, beside its Reparts and Gathers; the next block, local or dist, or
+        the trigger's end closes them): the next job runs them in its stage 0."""
+        for entry in self._inputs:
+            entry[3] = True
+        self._input_temps = {}
 
     def repart(self, target: str, source: str, parts: tuple) -> None:
         st = self._last_stage()
@@ -220,23 +249,26 @@ class DistRuntime:
         st.closed = True
 
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
+        self._close_inputs()
         self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
 
     def sync(self, more: bool = True) -> None:
         """Run what is planned (programs generated before run_local call it before the local
         blocks that read a Gather). more=False: no dist work follows in this batch."""
+        self._close_inputs()
         self._flush(more)
 
     def _flush(self, more: bool) -> None:
         """Run the planned stages as one job (the gathered maps land in self.local), then the
         local blocks that waited for it, in order."""
-        if self._stages:
+        if self._stages or any(e[3] for e in self._inputs):
             self._run_job(more_follow=more)
         waiting, self._deferred = self._deferred, []
         for fn, _, _ in waiting:
             fn()
 
     def end_trigger(self, temps: tuple) -> None:
+        self._close_inputs()
         self._batch["temps"].extend(temps)
         self.batches += 1
         if self._batch.get("single"):
@@ -309,11 +341,17 @@ class DistRuntime:
         P = self.partitions
         try:
             specs = self._specs(more_follow)
-            first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
+            inputs = self._take_inputs()
+            if inputs:       # stage 0: the executors read their slices of the batches
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}))
+            else:
+                first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if self._carried is not None:
                 first = self._carried.union(first).partitionBy(P, _identity)
+            elif inputs:
+                first = first.partitionBy(P, _identity)
             rdd = first
-            self._batch["stages"] += len(specs) + (self._carried is not None)
+            self._batch["stages"] += len(specs) + (self._carried is not None or bool(inputs))
             for i, spec in enumerate(specs):
                 if i:
                     rdd = rdd.partitionBy(P, _identity)
@@ -341,6 +379,14 @@ class DistRuntime:
                 d.pop(k, None)
         self._stages = []
         self._scattered = [[] for _ in range(P)]
+
+    def _take_inputs(self) -> list:
+        """The input blocks whose Scatters are all planned: this job's stage 0. One still taking
+        Scatters (a Scatter of its exchange block needs a Gather's result: the job runs first)
+        waits for the next job of the batch, where the block that reads its temps is planned."""
+        ready = [e for e in self._inputs if e[3]]
+        self._inputs = [e for e in self._inputs if not e[3]]
+        return ready
 
     def snapshot(self) -> None:
         """One job: every partition writes its views as of now; the log before it is dropped."""
@@ -435,7 +481,9 @@ class DistRuntime:
         fails, no view changes: the whole batch is undone."""
         merged: dict = {}
         for r, d in deltas:
-            if r in merged:         # a relation twice: one trigger over the sum (the views are a
+            if isinstance(d, native_input.ColumnarDelta) or isinstance(merged.get(r), native_input.ColumnarDelta):
+                merged[r] = native_input.ColumnarDelta.merged(merged.get(r), d)
+            elif r in merged:         # a relation twice: one trigger over the sum (the views are a
                 acc = merged[r]     # function of the database, which the order does not change)
                 for k, v in d.items():
                     x = acc.get(k, 0) + v
@@ -481,8 +529,9 @@ class _DryRun:
     """Mixed in before a generated Program: plans batches without Spark, counting the jobs and
     stages the real runtime would run (the decisions depend on the program, not the data)."""
 
-    def __init__(self, partitions: int = 2):
+    def __init__(self, partitions: int = 2, inputs: dict | None = None):
         self.partitions, self.checkpoint_every = partitions, 0
+        self._input_by_delta = {i.delta: i for i in (inputs or {}).values()}
         self.root = self.store = ""
         self.batches = self.seq = self.jobs_last_batch = self.stages_last_batch = 0
         self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
@@ -495,20 +544,21 @@ class _DryRun:
 
     def _run_job(self, more_follow: bool) -> None:
         self._jobs += 1
-        self._batch["stages"] += len(self._stages) + (self._carried is not None)
+        self._batch["stages"] += len(self._stages) + (self._carried is not None or bool(self._take_inputs()))
         for t in self._pending_gathers():
             self.local[t] = {}
         self._carried = True if more_follow else None
         self._stages, self._scattered = [], [[] for _ in range(self.partitions)]
 
 
-def planned_counts(program_cls, relations) -> tuple[int, int]:
+def planned_counts(program_cls, relations, inputs: dict | None = None) -> tuple[int, int]:
     """(jobs, Spark stages) one batch over `relations` (in this order) runs, not counting the
-    periodic snapshot job."""
-    prog = type("DryRun", (_DryRun, program_cls), {})()
+    periodic snapshot job. `inputs`: relation -> InputBlock read by the executors (columnar)."""
+    inputs = inputs or {}
+    prog = type("DryRun", (_DryRun, program_cls), {})(inputs=inputs)
     prog.begin_batch()
     for r in relations:
-        getattr(prog, prog.TRIGGERS[r])({})
+        getattr(prog, prog.TRIGGERS[r])(native_input.ColumnarDelta([]) if r in inputs else {})
     prog.end_batch()
     return prog.jobs_last_batch, prog.stages_last_batch
 

@@ -1,0 +1,65 @@
+"""Per-batch CPU of the spark engine on the bench's TPC-H stream, fed as the bench feeds it
+(`apply_many`: one step = a Batch per relation), for issue 10 item 4 (batch input).
+
+    python -m bench.spark_state.input_cpu tpch_q3 --data DIR --batch 100000 --batches 6
+
+DIR is a bench stream directory (`bench-results/data/tpch-sf0.1-seed1-...`, made by any
+`python -m bench --scale 0.1` run). Prints, per batch after the first (the first pays the
+executors' JIT), the median driver CPU (time.process_time), Spark CPU (JVM + Python workers,
+from /proc) and wall time, and the jobs and stages per batch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+from bench.harness import find_query
+from bench.spark_state.common import spark_cpu
+from bench.stream import load_event_stream
+from bench.tpch import StreamInfo
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("query")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--batch", type=int, default=100000)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--partitions", type=int, default=2)
+    a = ap.parse_args(argv)
+    from toaster.backends.spark.engine import SparkEngine
+    from toaster.backends.spark.session import get_spark
+    from toaster.pipeline import compile_sql
+
+    with open(os.path.join(a.data, "manifest.json")) as f:
+        si = StreamInfo(**json.load(f))
+    es = load_event_stream(si.schema_sql())
+    q = find_query(a.query)
+    comp = compile_sql(si.schema_sql() + "\n" + q.text, mode="batch")
+    spark = get_spark()
+    names = {r.name for r in comp.m3.relations}
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=a.partitions)
+    for b in es.tables:
+        if b.relation in names:
+            engine.apply(b)
+    groups = es.batches(a.batch, relations=sorted(names & set(es.stream_names)), limit=a.batch * a.batches)
+    rows = []
+    for group in groups:
+        c0, s0, w0 = time.process_time(), spark_cpu(spark), time.perf_counter()
+        engine.apply_many(group)
+        rows.append((time.process_time() - c0, spark_cpu(spark) - s0, time.perf_counter() - w0,
+                     engine.jobs_last_batch, engine.stages_last_batch))
+    later = rows[1:] or rows
+    med = {k: statistics.median(r[j] for r in later) for j, k in enumerate(("driver", "spark", "wall"))}
+    print(f"{a.query}: {len(rows)} batches of {a.batch} events; batches 2..: median driver CPU "
+          f"{med['driver'] * 1000:.0f} ms, Spark CPU {med['spark'] * 1000:.0f} ms, wall {med['wall'] * 1000:.0f} ms; "
+          f"first batch driver {rows[0][0] * 1000:.0f} ms, Spark {rows[0][1] * 1000:.0f} ms; "
+          f"jobs/stages per batch {[(r[3], r[4]) for r in rows]}")
+    engine.close()
+
+
+if __name__ == "__main__":
+    main()
