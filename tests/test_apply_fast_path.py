@@ -143,3 +143,30 @@ def test_llvm_small_and_large_string_columns_encode_alike(sizes):
         engine.close()
         want = got if want is None else want
         assert got == want and len(got) > 1
+
+
+@pytest.mark.parametrize("kind", ["one byte", "few", "many", "nulls elsewhere", "not ascii"])
+def test_string_slices_encode_through_their_parent_as_on_their_own(kind):
+    """StringPool encodes a slice of a larger Arrow column through the whole column's ids
+    (once per parent): every slice gives the ids of its own strings, also after a collection
+    freed ids and across parents with many distinct strings (encoded slice by slice)."""
+    import ctypes
+    from toaster.backends.llvm.strings import StringPool
+    rng = np.random.default_rng(7)
+    n = 3000
+    words = {"one byte": list("AFNOR"), "few": ["MAIL", "SHIP", "AIR", "TRUCK", ""],
+             "many": [f"w{i}" for i in range(6000)], "nulls elsewhere": ["x", "yy", None],
+             "not ascii": ["A", "é", "N"]}[kind]
+    values = [words[i] for i in rng.integers(0, len(words), n)]
+    if kind == "nulls elsewhere":
+        values[:10] = [None] * 10
+        values = [v if v is not None or i < 10 else "z" for i, v in enumerate(values)]
+    parent = pa.array(values, type=pa.string())
+    cells = {}
+    pool = StringPool(("MAIL",), (), lambda s: ctypes.addressof(cells.setdefault(s, ctypes.c_void_p())))
+    pool.collect_min = 64
+    for start, size in ((10, 1000), (1010, 7), (2990, 10), (500, 600), (10, 1)):
+        col = parent.slice(start, size)
+        ids = pool.encode(col)
+        assert [pool.strings[i] for i in ids.tolist()] == col.to_pylist()
+        pool.maybe_collect(lambda: [ids])       # only this batch's strings stay

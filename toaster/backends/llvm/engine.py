@@ -273,17 +273,23 @@ class LLVMEngine(Engine):
         cols = batch.columns
         n = len(batch.signs)
         pointers = feed.pointers.copy()
-        keep = []
+        keep = []                       # converted arrays: alive until the native call returns
         for j in feed.numeric:
             a = cols[j]
             if a.__class__ is not np.ndarray or not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
-            keep.append(a)
-            pointers[j] = _address(a)
+                keep.append(a)
+            try:                        # _address inlined: ~1 us per column and batch matters here
+                pointers[j] = _addressof(_from_buffer(a))
+            except (TypeError, ValueError, BufferError):
+                pointers[j] = a.ctypes.data
         for j in feed.strings:
             col = cols[j]
-            if isinstance(col, pa.ChunkedArray) and not pa.types.is_dictionary(col.type):
-                col = col.combine_chunks()      # one dictionary encoding, not one per chunk
+            if col.__class__ is pa.ChunkedArray:
+                if col.num_chunks == 1:         # a slice of a file's column: no copy
+                    col = col.chunk(0)
+                elif not pa.types.is_dictionary(col.type):
+                    col = col.combine_chunks()      # one dictionary encoding, not one per chunk
             a = self._pool.encode(col)
             keep.append(a)
             pointers[j] = _address(a)
@@ -475,6 +481,10 @@ _INT8 = np.dtype(np.int8)
 
 _UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
 _UNREAD_ADDRESS = _UNREAD.ctypes.data
+
+
+_addressof = ctypes.addressof
+_from_buffer = ctypes.c_char.from_buffer
 
 
 def _address(a: np.ndarray) -> int:
