@@ -401,6 +401,8 @@ class StringPool:
             parent.validate(full=True)      # the buffers' sizes are the parent's: check, once
         except pa.ArrowInvalid:
             return None
+        if m > PARENT_DISTINCT and len(parent.slice(0, PARENT_DISTINCT).unique()) > PARENT_DISTINCT // 2:
+            return None         # many distinct strings (names, comments): spare encoding them twice
         encoded = parent.dictionary_encode()
         if len(encoded.dictionary) > PARENT_DISTINCT:
             return None
