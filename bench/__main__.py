@@ -83,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
                     help="llvm trigger throughput in tuple mode over batches loaded into memory first, relation "
                          "by relation (bench/in_memory.py; --scale, default 0.1, and --queries apply); "
                          "writes OUT/in-memory.md")
-    ap.add_argument("--repeats", type=int, default=3, help="--ingest / --in-memory: runs per measurement (median)")
+    ap.add_argument("--repeats", type=int, default=3, help="--ingest / --in-memory / --end-to-end: runs per measurement (median)")
     ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), default=None,
                     help="--in-memory: the llvm engine's --opt-level (default: the engine's, 2)")
     return ap

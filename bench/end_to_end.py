@@ -7,11 +7,18 @@ written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as t
            with the default LLVM pipeline (O2) and with `--opt-level 1` (the light one);
   DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
 and the table gives both, their ratio (the issue's target: toaster <= 2x DuckDB), and whether
-toaster's answers equal DuckDB's.
+toaster's answers equal DuckDB's. Each is the median of --repeats runs (default 3) after one untimed run (the
+files in the OS cache for both; toaster's modules compiled to bytecode: the child runs with
+Python's bytecode cache on, in OUT/pycache, even under PYTHONDONTWRITEBYTECODE=1 -- an installed
+package has its .pyc files, and compiling ~100 modules from source took ~0.27 s per run). The
+CPU seconds of the toaster process (all its threads) are given beside the wall seconds: on a
+shared machine they are the steadier number.
 """
 from __future__ import annotations
 
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -97,16 +104,28 @@ def same_answer(csv_text: str, duck_rows) -> str | None:
     return None
 
 
-def _toaster_run(path: str, *flags) -> tuple[float, str | None, str]:
-    """(wall seconds, error or None, stdout) of `python -m toaster.pipeline path --run` in a
-    fresh process."""
-    t0 = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run",
-                          "--output", "csv", *flags], capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if run.returncode != 0:
-        return seconds, (run.stderr.strip().splitlines() or ["failed"])[-1][:120], ""
-    return seconds, None, run.stdout
+def _toaster_run(path: str, *flags, repeats: int = 1, pycache: str | None = None) -> tuple[float, str | None, str, float]:
+    """(median wall seconds, error or None, stdout, median CPU seconds) of `python -m
+    toaster.pipeline path --run` in a fresh process, after one untimed run when repeats > 1."""
+    env = dict(os.environ)
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    cmd = [sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run", "--output", "csv", *flags]
+    walls, cpus = [], []
+    warm = 1 if repeats > 1 else 0
+    for i in range(repeats + warm):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        seconds = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if run.returncode != 0:
+            return seconds, (run.stderr.strip().splitlines() or ["failed"])[-1][:120], "", 0.0
+        if i >= warm:               # the first run warms the caches
+            walls.append(seconds)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(walls), None, run.stdout, statistics.median(cpus)
 
 
 def run_end_to_end(args, cfg) -> int:
@@ -129,29 +148,37 @@ def run_end_to_end(args, cfg) -> int:
         comp = compile_sql(text)
         used = sorted(r.name for r in comp.m3.relations
                       if any(t.event.relation == r.name for t in comp.m3.triggers) or r.kind == "table")
-        default_s, error, out = _toaster_run(path)
-        light_s, error_light, out_light = _toaster_run(path, "--opt-level", "1")
+        repeats = max(1, getattr(args, "repeats", 1) or 1)
+        pycache = os.path.abspath(os.path.join(cfg.out, "pycache"))
+        default_s, error, out, default_cpu = _toaster_run(path, repeats=repeats, pycache=pycache)
+        light_s, error_light, out_light, light_cpu = _toaster_run(path, "--opt-level", "1", repeats=repeats,
+                                                                  pycache=pycache)
         if error or error_light:
-            rows.append((q.name, None, None, None, error or error_light))
+            rows.append((q.name, None, None, None, error or error_light, None, None))
             continue
-        duck_s, answers = duckdb_once(csv_dir, comp.oracle_sql, used)
+        if repeats > 1:
+            duckdb_once(csv_dir, comp.oracle_sql, used)         # untimed: the files in the OS cache
+        timed = [duckdb_once(csv_dir, comp.oracle_sql, used) for _ in range(repeats)]
+        duck_s, answers = statistics.median(t for t, _ in timed), timed[-1][1]
         note = ""
         if len(answers) == 1:
             wrong = same_answer(out, answers[0]) or same_answer(out_light, answers[0])
             note = f"WRONG: {wrong}" if wrong else "= DuckDB"
-        rows.append((q.name, default_s, light_s, duck_s, note))
+        rows.append((q.name, default_s, light_s, duck_s, note, default_cpu, light_cpu))
     lines = [f"End to end, TPC-H SF {scale:g} CSV (insert-only), wall seconds including compile and reading "
-             "the files; DuckDB single-threaded.", "",
+             f"the files (median of {max(1, getattr(args, 'repeats', 1) or 1)}, after a warm-up run if more than one; toaster's "
+             "CPU seconds, all threads, in parentheses); DuckDB single-threaded; load average "
+             f"{os.getloadavg()[0]:.1f} at the end.", "",
              "| query | toaster llvm --run (s) | ratio | with --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
              "|---|---|---|---|---|---|---|"]
 
-    def fmt(x):
-        return "-" if x is None else f"{x:.2f}"
+    def fmt(x, cpu=None):
+        return "-" if x is None else f"{x:.2f}" + ("" if cpu is None else f" ({cpu:.2f} CPU)")
 
-    for name, ts, ls, ds, note in rows:
+    for name, ts, ls, ds, note, tc, lc in rows:
         ratio = f"{ts / ds:.1f}x" if ts and ds else "-"
         ratio_light = f"{ls / ds:.1f}x" if ls and ds else "-"
-        lines.append(f"| {name} | {fmt(ts)} | {ratio} | {fmt(ls)} | {ratio_light} | {fmt(ds)} | {note} |")
+        lines.append(f"| {name} | {fmt(ts, tc)} | {ratio} | {fmt(ls, lc)} | {ratio_light} | {fmt(ds)} | {note} |")
     report = "\n".join(lines) + "\n"
     with open(os.path.join(cfg.out, "end-to-end.md"), "w") as f:
         f.write(report)

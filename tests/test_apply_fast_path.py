@@ -143,3 +143,62 @@ def test_llvm_small_and_large_string_columns_encode_alike(sizes):
         engine.close()
         want = got if want is None else want
         assert got == want and len(got) > 1
+
+
+@pytest.mark.parametrize("kind", ["one byte", "few", "many", "nulls elsewhere", "not ascii"])
+def test_string_slices_encode_through_their_parent_as_on_their_own(kind):
+    """StringPool encodes a slice of a larger Arrow column through the whole column's ids
+    (once per parent): every slice gives the ids of its own strings, also after a collection
+    freed ids and across parents with many distinct strings (encoded slice by slice)."""
+    import ctypes
+    from toaster.backends.llvm.strings import StringPool
+    rng = np.random.default_rng(7)
+    n = 6000     # "many": more distinct strings than a parent is encoded whole with
+    words = {"one byte": list("AFNOR"), "few": ["MAIL", "SHIP", "AIR", "TRUCK", ""],
+             "many": [f"w{i}" for i in range(100000)], "nulls elsewhere": ["x", "yy", None],
+             "not ascii": ["A", "é", "N"]}[kind]
+    values = [words[i] for i in rng.integers(0, len(words), n)]
+    if kind == "nulls elsewhere":
+        values[:10] = [None] * 10
+        values = [v if v is not None or i < 10 else "z" for i, v in enumerate(values)]
+    parent = pa.array(values, type=pa.string())
+    cells = {}
+    pool = StringPool(("MAIL",), (), lambda s: ctypes.addressof(cells.setdefault(s, ctypes.c_void_p())))
+    pool.collect_min = 64
+    for start, size in ((10, 1000), (1010, 7), (5990, 10), (500, 600), (10, 1)):
+        col = parent.slice(start, size)
+        ids = pool.encode(col)
+        assert [pool.strings[i] for i in ids.tolist()] == col.to_pylist()
+        encoded_whole = any(v is not None for _, v in pool._parents.values())
+        assert encoded_whole == (kind != "many")
+        pool.maybe_collect(lambda: [ids])       # only this batch's strings stay
+
+
+def test_llvm_batches_sliced_from_chunked_string_columns_agree_with_interp():
+    """Checked batches whose string columns are slices (one-chunk and two-chunk ChunkedArrays)
+    of larger columns -- one character, few and many distinct strings -- give the interpreter's
+    views on the llvm engine (the per-parent string ids of StringPool._encode_slice)."""
+    from toaster.pipeline import compile_sql
+    sql = ("CREATE STREAM S(F string, M string, W string, V int);"
+           "SELECT F, M, COUNT(*) AS n, SUM(S.V) AS v FROM S GROUP BY F, M;"
+           "SELECT W, SUM(S.V) AS v FROM S WHERE S.F = 'A' GROUP BY W;")
+    comp = compile_sql(sql, mode="batch")
+    rng = np.random.default_rng(3)
+    n = 6000
+    flag = pa.array([chr(65 + i) for i in rng.integers(0, 4, n)])
+    mode = pa.array([["MAIL", "SHIP", "AIR"][i] for i in rng.integers(0, 3, n)])
+    word = pa.array([f"w{i}" for i in rng.integers(0, 5000, n)])
+    value = rng.integers(-5, 6, n).astype(np.int64)
+    half = n // 2        # two Arrow chunks, as a file read in two pieces
+    cols = [pa.chunked_array([c.slice(0, half), c.slice(half)]) for c in (flag, mode, word)]
+    signs = np.where(rng.random(n) < 0.2, -1, 1).astype(np.int8)
+    engines = [comp.engine(b) for b in ("interp", "llvm")]
+    for lo in range(0, n, 700):        # every batch one chunk but the one across the cut
+        hi = min(lo + 700, n)
+        batch = Batch("S", signs[lo:hi], tuple(c[lo:hi] for c in cols) + (value[lo:hi],), checked=True)
+        for e in engines:
+            e.apply(batch)
+    results = [[(t.name, sorted(t.rows)) for t in e.results()] for e in engines]
+    assert results[0] == results[1]
+    for e in engines:
+        e.close()

@@ -360,7 +360,7 @@ def test_end_to_end_mode_checks_answers(tmp_path, data_dir):
     from bench.end_to_end import same_answer
     out = tmp_path / "out"
     assert main(["--end-to-end", "--scale", str(SCALE), "--data-dir", data_dir, "--out", str(out),
-                 "--queries", "tpch_q3"]) == 0
+                 "--queries", "tpch_q3", "--repeats", "1"]) == 0
     table = (out / "end-to-end.md").read_text()
     assert "| tpch_q3 |" in table and "= DuckDB" in table
     csv = "K,D,V\n1,1995-01-05,2.5\n"
