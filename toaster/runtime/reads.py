@@ -48,7 +48,7 @@ class ProgramReads:
 
     def __init__(self, program):
         self.program = program
-        self._decls = {r.name: r for r in program.relations}
+        self._decls = {r.name.upper(): r for r in program.relations}
         self._columns: dict = {}
 
     def relations_needed(self) -> frozenset:

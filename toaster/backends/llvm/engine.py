@@ -187,8 +187,8 @@ class LLVMEngine(Engine):
         self._plans: dict = {}          # relation name -> _Feed
         self._fast: dict = {}           # batch.relation as given -> _Feed (stream relations only)
         self._open = True
-        for name in self.relations:     # which columns the triggers read: found now (a few ms
-            self._reads.columns_needed(name)    # of Python), not inside the first batch's apply
+        for decl in prog.relations:     # which columns the triggers read: found now (a few ms
+            self._reads.columns_needed(decl.name)   # of Python), not inside the first batch's apply
 
     # ---------------------------------------------------------------- input
     def relations_needed(self) -> frozenset:
