@@ -13,6 +13,7 @@ name as their first argument (a string constant) and are evaluated with the engi
 
   rix_interval(IDX, lo, hi, g..)      sum of M[g.., y] over lo <= key(y) <= hi (0 when lo > hi)
   rix_sum(IDX, rel, x, g..)           sum of M[g.., y] over key(y) REL x   (rel 0..3: > >= < <=)
+  rix_cut(rel, a)                     the least (rel > >=) or greatest (< <=) key x with x REL a: O(1)
   rix_bound(IDX, code, a, g..)        the boundary of the set {x : S(x) CMP a}, S(x) = rix_sum(rel, x):
                                       a descent from the root (requires M >= 0, so that S is monotone)
 
@@ -122,8 +123,17 @@ def rix_bound(maps, name, code, a, *g):
     return max(I64_MIN, min(I64_MAX, x + shift))
 
 
+def rix_cut(rel, a) -> int:
+    """The end of the keys x with x REL a (rel 0..3: > >= < <=): the least one for > and >=, the
+    greatest for < and <= (saturated at the int64 range); a NaN threshold holds for no key."""
+    if isinstance(a, float) and a != a:
+        return I64_MAX if rel <= 1 else I64_MIN
+    k = rix_key(a)
+    return (min(k + 1, I64_MAX), k, max(k - 1, I64_MIN), k)[rel]
+
+
 def bound_code(rel: str, strict: bool, shift: int) -> int:
     return REL_CODES[rel] + 4 * strict + 8 * (shift + 1)
 
 
-__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "bound_code", "LEVELS"]
+__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "rix_cut", "bound_code", "LEVELS"]

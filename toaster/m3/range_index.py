@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, MapRef, Prod, Sum, Value, Var,
-                                 all_vars, expr_type, term_vars)
+                                 all_vars, expr_type, schema, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
 from toaster.ordered_index import I64_MAX, I64_MIN, LEVELS, REL_CODES, bound_code
 from toaster.m3.view_cache import decompose
@@ -139,7 +139,12 @@ def _range_sum(e, x):
 
 def _condition(c: Cmp, x, ranged: set, outer_keys: set):
     """(s, op, a) for a condition `s op a` on a correlated sum s, a free of X, of the outer map's
-    keys and of correlated sums (the same for every key: a threshold)."""
+    keys and of correlated sums (the same for every key: a threshold); (None, op, a) for a
+    condition `X op a` on the key itself (PSP's `volume > c * total`)."""
+    for k, op, a in ((c.left, c.op, c.right), (c.right, _FLIP.get(c.op), c.left)):
+        if k == x and op in _FLIP and not term_vars(a) & (ranged | outer_keys | {x}):
+            a = _same_type(a, x.type)
+            return None if a is None else (None, op, a)
     if c.op == "!=":
         for s, a in ((c.left, c.right), (c.right, c.left)):
             if isinstance(s, Var) and s in ranged and a == Const(0, INT):
@@ -153,9 +158,18 @@ def _condition(c: Cmp, x, ranged: set, outer_keys: set):
     return None
 
 
+def _same_type(a, t):
+    """a as a term of type t whose key orders like it, or None (an int constant becomes an exact float)."""
+    if a.type == t:
+        return a
+    if t == FLOAT and isinstance(a, Const) and a.type == INT and abs(a.value) <= 2 ** 53:
+        return Const(float(a.value), FLOAT)
+    return None
+
+
 class _Indexer:
-    def __init__(self, prog: M3Program):
-        self.prog = prog
+    def __init__(self, prog: M3Program, thresholds: bool = False):
+        self.prog, self.thresholds = prog, thresholds
         self.maps = {m.name: m for m in prog.maps}
         self.indexes: dict = {}     # (map, position) -> MapDecl of the index
         self.negs: dict = {}        # inner map -> MapDecl counting its negative entries
@@ -163,6 +177,8 @@ class _Indexer:
         self.extremes: dict = {}    # (outer map, position) -> MapDecl counting entries at an int64 end key
         self.new_maps: list = []
         self.notes: list = []
+        self.args: set = set()      # the current trigger's arguments
+        self.hoisted: dict = {}     # the current statement's shared lifts, in order
 
     def _fresh(self, name):
         taken = set(self.maps) | {m.name for m in self.new_maps}
@@ -201,8 +217,14 @@ class _Indexer:
     # ---------------------------------------------------------------- rewriting reads
     def rewrite(self, e, bound: set):
         site = _match(e, bound)
-        if site is not None:
+        if site is not None and (self.thresholds or any(v is not None for v, _, _ in site.conds)):
             return self.site(e, site)
+        if site is not None:
+            note = (f"{site.outer.name}: thresholds on its key {site.x.name} left to the re-evaluation (a loop "
+                    f"over its keys; an index costs 64 upserts per update, slower on the finance bench's few "
+                    f"distinct keys; m3_range_index{{thresholds=true}} indexes them)")
+            if note not in self.notes:
+                self.notes.append(note)
         match e:
             case AggSum(gs, q):
                 return AggSum(gs, self.rewrite(q, bound))
@@ -220,7 +242,14 @@ class _Indexer:
         if s.x.type == INT:         # a bound saturated at an int64 end would meet a key there
             negs.append(self.counter(self.extremes, s.outer, pos, "rixx", "!=", extreme=True))
         fast, lows, highs = list(s.plain), [], []
+        rename = {f.var: self.shared(f.expr, f.var.type) for f in s.plain
+                  if isinstance(f, Lift) and schema(f.expr)[0] <= self.args}
         for k, (var, op, a) in enumerate(s.conds):
+            a = _rename(a, rename)
+            if var is None:         # X op a: the bound is a's own key (no monotone sum needed)
+                fast.append(self.bound(Func("rix_cut", (Const(REL_CODES[op], INT), a), INT), k))
+                (lows if op in (">", ">=") else highs).append(fast[-1].var)
+                continue
             ref, rel = s.ranged[var]
             iidx = self.index(ref, 0)
             suffix = rel in (">", ">=")
@@ -231,10 +260,9 @@ class _Indexer:
             else:
                 shift, side = (-1, highs) if suffix else (1, lows)
                 strict = not strict
-            b = Var(f"__rix_b{k + 1}", INT)
-            fast.append(Lift(b, Value(Func("rix_bound", (_name(iidx), Const(bound_code(rel, strict, shift), INT), a),
-                                           INT))))
-            side.append(b)
+            fast.append(self.bound(Func("rix_bound", (_name(iidx), Const(bound_code(rel, strict, shift), INT), a),
+                                        INT), k))
+            side.append(fast[-1].var)
         lo, hi = Var("__rix_lo", INT), Var("__rix_hi", INT)
         fast += [Lift(lo, Value(_extreme("listmax", lows, -2 ** 63))), Lift(hi, Value(_extreme("listmin", highs, 2 ** 63 - 1)))]
         if gvars:
@@ -251,14 +279,36 @@ class _Indexer:
                                                        Func("rix_key", (s.x,), INT)),
                                            ref.type)))
             slow.append(f)
+        inner = sorted({r.name for r, _ in s.ranged.values()})
+        what = f"range sums and descents for {', '.join(inner)}" if inner else "key thresholds"
+        self.notes.append(f"{oidx.name}: ordered index of {s.outer.name} over {s.x.name} ({what}; "
+                          f"O(log U) per event; local branch only: the distributed branch re-evaluates without it)")
+        if not negs:                # thresholds on the key alone hold for any values: no fallback
+            return AggSum(e.group, Prod(tuple(fast)))
         bad = Var("__rix_bad", INT)
         check = Lift(bad, Sum(tuple(MapRef(n.name, (), INT) for n in negs)))
-        self.notes.append(f"{oidx.name}: ordered index of {s.outer.name} over {s.x.name} (range sums and "
-                          f"descents for {', '.join(sorted({r.name for r, _ in s.ranged.values()}))}; "
-                          f"O(log U) per event; local branch only: the distributed branch re-evaluates without it)")
         return AggSum(e.group, Prod((check, Sum((
             Prod((Cmp("=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(fast))))),
             Prod((Cmp("!=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(slow))))))))))
+
+    def shared(self, expr, t) -> Var:
+        """A variable bound to expr once at the top of the statement (shared by its sites)."""
+        key = ("lift", expr)
+        if key not in self.hoisted:
+            v = Var(f"__rix_p{len(self.hoisted) + 1}", t)
+            self.hoisted[key] = Lift(v, expr)
+        return self.hoisted[key].var
+
+    def bound(self, fn: Func, k: int) -> Lift:
+        """The bound fn, computed once per statement when it reads only hoisted values and event
+        arguments (MST's two product terms need the same four descents), else at the site."""
+        if term_vars(fn) <= self.args | {h.var for h in self.hoisted.values()}:
+            key = ("bound", fn)
+            if key not in self.hoisted:
+                self.hoisted[key] = Lift(Var(f"__rix_s{len(self.hoisted) + 1}", INT), Value(fn))
+            v = self.hoisted[key].var
+            return Lift(Var(f"__rix_b{k + 1}", INT), Value(v))
+        return Lift(Var(f"__rix_b{k + 1}", INT), Value(fn))
 
     # ------------------------------------------------------------- maintaining indexes
     def maintenance(self, trig: Trigger):
@@ -298,6 +348,17 @@ def _atoms(e):
             yield from _atoms(q)
         case _:
             yield e
+
+
+def _rename(t, m: dict):
+    match t:
+        case Var() if t in m:
+            return m[t]
+        case Arith(op, args, ty):
+            return Arith(op, tuple(_rename(a, m) for a in args), ty)
+        case Func(name, args, ty):
+            return Func(name, tuple(_rename(a, m) for a in args), ty)
+    return t
 
 
 def _name(decl: MapDecl):
@@ -354,21 +415,26 @@ def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
     return not any(s.target in kept for s in stmts[first:])
 
 
-def range_index(prog: M3Program) -> M3Program:
-    ix = _Indexer(prog)
+def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:
+    ix = _Indexer(prog, thresholds)
     triggers = []
     for t in prog.triggers:
         args = set(t.event.args)
         stmts = []
+        ix.args = args
         for s in t.statements:
             if s.op == ":=":
+                ix.hoisted = {}
                 rhs = ix.rewrite(decompose(s.rhs), args)
                 if "rix_interval" in repr(rhs):
+                    if ix.hoisted:
+                        rhs = AggSum(s.keys, Prod(tuple(ix.hoisted.values()) + (rhs,)))
                     s = Statement(s.target, s.keys, s.op, rhs)
             stmts.append(s)
         triggers.append(Trigger(t.event, tuple(stmts)))
     if not ix.indexes:
-        return prog
+        return M3Program(prog.relations, prog.maps, prog.triggers, prog.queries, prog.mode,
+                         notes=prog.notes + tuple(ix.notes)) if ix.notes else prog
     out = []
     for t in triggers:
         if t.event.kind not in ("insert", "delete", "batch"):
@@ -400,14 +466,17 @@ class M3RangeIndex(Pass):
 
     batch: index batch-mode programs too (off: a batch of b rows costs 64 b index updates per
     indexed map, more than the one O(n) re-evaluation per batch when b is large).
+    thresholds: also index sums whose only conditions compare the key itself with a threshold
+    (PSP's `volume > c * total`; off: a loop over the key's few distinct values was faster).
     """
     name = "m3_range_index"
     takes = "m3"
     gives = "m3"
     description = "ordered aggregate indexes for range-correlated nested aggregates: O(log U) per event"
     batch: bool = False
+    thresholds: bool = False
 
     def run(self, ir, options: Options):
         if ir.mode != "tuple" and not self.batch:
             return ir
-        return range_index(ir)
+        return range_index(ir, self.thresholds)

@@ -19,14 +19,34 @@ _SIGN = i64(I64_MIN)
 
 def _key(tg, args):
     (a,) = args
-    b = tg.b
     if a.type == FLOAT:
-        x = b.fadd(tg.typed(a, FLOAT), ir.Constant(F64, 0.0))        # -0.0 + 0.0 is 0.0
-        bits = b.bitcast(x, I64)
-        return b.select(b.icmp_signed("<", bits, i64(0)), b.xor(bits, i64(I64_MAX)), bits), INT
+        return _float_key(tg.b, tg.typed(a, FLOAT)), INT
     if a.type in (INT, DATE):
         return tg.typed(a, INT), INT
     return None
+
+
+def _float_key(b, x):
+    bits = b.bitcast(b.fadd(x, ir.Constant(F64, 0.0)), I64)        # -0.0 + 0.0 is 0.0
+    return b.select(b.icmp_signed("<", bits, i64(0)), b.xor(bits, i64(I64_MAX)), bits)
+
+
+def _cut(tg, args):
+    """rix_cut(rel, a): a's key +1 / -1 for a strict relation (saturated); NaN: no key."""
+    rel, a = args[0].value, args[1]
+    b = tg.b
+    if a.type not in (FLOAT, INT, DATE):
+        return None
+    x = tg.typed(a, FLOAT if a.type == FLOAT else INT)
+    k = _float_key(b, x) if a.type == FLOAT else x
+    lo_c, hi_c = i64(I64_MIN), i64(I64_MAX)
+    if rel == 0:
+        k = b.select(b.icmp_signed("==", k, hi_c), hi_c, b.add(k, i64(1)))
+    elif rel == 2:
+        k = b.select(b.icmp_signed("==", k, lo_c), lo_c, b.sub(k, i64(1)))
+    if a.type == FLOAT:
+        k = b.select(b.fcmp_unordered("uno", x, x), hi_c if rel <= 1 else lo_c, k)
+    return k, INT
 
 
 def _node(tg, args):
@@ -219,5 +239,5 @@ def _bound_call(tg, args):
     return tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], FLOAT)] + gs), INT
 
 
-RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_interval": _interval_call, "rix_sum": _sum_call,
+RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_interval": _interval_call, "rix_sum": _sum_call,
                 "rix_bound": _bound_call}
