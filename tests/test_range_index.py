@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toaster.m3.parser import parse_m3
-from toaster.ordered_index import (I64_MAX, I64_MIN, LEVELS, bound_code, rix_bound, rix_interval, rix_key,
-                                              rix_node, rix_sum)
+from toaster.ordered_index import (I64_MAX, I64_MIN, LEVELS, bound_code, rix_bound, rix_cut, rix_interval,
+                                   rix_key, rix_node, rix_sum)
 from toaster.pipeline import compile_file, compile_sql
 from toaster.testing import run_differential
 from toaster.testing.differential import check_maps_hold_definitions
@@ -23,6 +23,7 @@ from toaster.testing.generator import random_stream
 
 FINANCE = "tests/queries/finance"
 BATCH_INDEX = {"m3_range_index": {"batch": True}}
+THRESHOLDS = {"m3_range_index": {"thresholds": True}}
 CI = os.environ.get("CI") == "true"
 # volumes >= 0 keep the nested sums monotone (the descents); the default domains have -1.5
 NONNEG = {"VOLUME": (0.5, 1.25, 2.0, 3.75, 10.0), "PRICE": (-1.5, 0.5, 1.25, 2.0, 3.75, 10.0),
@@ -95,6 +96,18 @@ def test_functions_equal_brute_force(entries, probes, a):
                 assert got == (max(ok) if ok else I64_MIN)
 
 
+@settings(max_examples=60 if CI else 150, deadline=None)
+@given(a=st.one_of(_KEYS, _FLOAT_KEYS, st.just(float("nan"))), xs=st.lists(st.one_of(_KEYS, _FLOAT_KEYS), max_size=6))
+def test_cut_is_the_end_of_the_keys_in_range(a, xs):
+    """rix_cut(rel, a): every key x of a's type with x REL a lies on the right side of the cut."""
+    xs = [x for x in xs if type(x) is type(a)]
+    for rel, op in enumerate((">", ">=", "<", "<=")):
+        cut = rix_cut(rel, a)
+        for x in xs:
+            inside = cut <= rix_key(x) if rel <= 1 else rix_key(x) <= cut
+            assert inside == _cmp(op, x, a) or (rix_key(x) in (I64_MIN, I64_MAX) and not isinstance(x, float))
+
+
 def _cmp(op, k, x):
     return {">": k > x, ">=": k >= x, "<": k < x, "<=": k <= x}[op]
 
@@ -121,6 +134,38 @@ def test_index_maps_hold_their_definitions(backend, query):
     added = {m.name for m in comp.m3.maps if m.name.endswith(("_rix", "_neg", "_rixg")) or m.name == "RIX_LEVELS"}
     stream = random_stream(list(comp.m3.relations), seed=5, deletes=True, n_batches=12, max_batch=6)
     assert check_maps_hold_definitions(comp, backend, stream, added) > 0
+
+
+def test_bounds_are_computed_once_per_statement():
+    """MST's two product terms read the same four descents: each is computed once, at the top."""
+    comp = compile_file(f"{FINANCE}/mst.sql")
+    for t in comp.m3.triggers:
+        for s in t.statements:
+            if s.op == ":=" and t.event.kind != "ready":
+                assert str(s.rhs).count("rix_bound") == 4
+
+
+def test_uncovered_shapes_are_explained():
+    """PSP's key thresholds are indexed only by the option (a loop over few distinct keys was
+    faster); AXF's inequality join stays a loop per event: the notes say so."""
+    psp = compile_file(f"{FINANCE}/psp.sql")
+    assert not any(m.name.endswith("_rix") for m in psp.m3.maps)
+    assert any("thresholds on its key" in n for n in psp.m3.notes)
+    assert any(m.name.endswith("_rix") for m in compile_file(f"{FINANCE}/psp.sql", pass_options=THRESHOLDS).m3.maps)
+    axf = compile_file(f"{FINANCE}/axf.sql")
+    assert not any(m.name.endswith("_rix") for m in axf.m3.maps)
+    assert any("inequality join" in n for n in axf.m3.notes)
+
+
+def _thresholds(text, mode="tuple"):
+    return compile_sql(text, mode=mode, pass_options=THRESHOLDS)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_psp_thresholds_match_duckdb(backend):
+    with open(f"{FINANCE}/psp.sql") as f:
+        sql = f.read()
+    assert run_differential(sql, backend, mixed_stream(6, 24), compile=_thresholds).checks == 24
 
 
 def test_batch_mode_only_by_option_and_skipping_leaves_none():
@@ -176,6 +221,27 @@ TEMPLATES = [
     # int keys (bounds saturate at the int64 ends: the fallback while a key is there), grouped by a float
     "SELECT r.B, SUM(r.C) FROM R r WHERE (SELECT SUM(s.C) FROM S s WHERE s.A {rng} r.A) {cmp} {k} GROUP BY r.B",
 ]
+
+
+# key thresholds (`X op a`, a free of X): alone (the option `thresholds`) and beside a range sum (always)
+THRESHOLD_TEMPLATES = [
+    "SELECT SUM(r.C) FROM R r WHERE r.B {cmp} 0.5 * (SELECT SUM(s.C) FROM S s)",
+    "SELECT r.A, SUM(r.B) FROM R r WHERE r.C {cmp} (SELECT SUM(s.C) FROM S s) GROUP BY r.A",
+    "SELECT r.B, COUNT(*) FROM R r WHERE r.A {cmp} (SELECT SUM(s.A) FROM S s) GROUP BY r.B",
+    "SELECT SUM(r.C) FROM R r WHERE r.B {cmp} 0.5 * (SELECT SUM(s2.C) FROM S s2) "
+    "AND (SELECT SUM(s.C) FROM S s WHERE s.B {rng} r.B) > 1",
+]
+
+
+@pytest.mark.parametrize("template,cmp,rng", [(0, ">", "<"), (1, "<=", "<"), (2, ">=", "<"), (2, "<", "<"),
+                                              (3, "<", ">="), (3, ">", "<")])
+def test_key_thresholds_match_duckdb(template, cmp, rng):
+    sql = SCHEMA + THRESHOLD_TEMPLATES[template].format(cmp=cmp, rng=rng) + ";"
+    assert any(m.name.endswith("_rix") for m in _thresholds(sql).m3.maps)
+    for backend in ("interp", "llvm"):
+        assert run_differential(sql, backend, mixed_stream(8, 16, max_batch=5), compile=_thresholds).checks == 16
+    if template == 3:               # beside a range sum: indexed without the option too
+        assert any("rix_cut" in str(s.rhs) for t in compile_sql(sql).m3.triggers for s in t.statements)
 
 
 def _sql(template: int, cmp: str, rng: str, k: str) -> str:

@@ -415,6 +415,28 @@ def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
     return not any(s.target in kept for s in stmts[first:])
 
 
+def _uncovered_loops(s: Statement, args: set):
+    """(map, var) of the loops in a `+=` statement over a map's key under an inequality with the
+    event's values (AXF's delta: an inequality join): left as loops, the note says why."""
+    for e in _subexpressions(s.rhs):
+        fs = _factors(e.expr) if isinstance(e, AggSum) else ()
+        for ref in (f for f in fs if isinstance(f, MapRef)):
+            for x in sorted(set(ref.vars) - args, key=lambda v: v.name):
+                if any(isinstance(c, Cmp) and c.op in _FLIP and x in all_vars(c) and all_vars(c) & args
+                       for c in fs):
+                    yield ref.name, x.name
+
+
+def _subexpressions(e):
+    yield e
+    match e:
+        case Prod(fs) | Sum(fs):
+            for f in fs:
+                yield from _subexpressions(f)
+        case AggSum(_, q) | Lift(_, q):
+            yield from _subexpressions(q)
+
+
 def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:
     ix = _Indexer(prog, thresholds)
     triggers = []
@@ -423,6 +445,13 @@ def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:
         stmts = []
         ix.args = args
         for s in t.statements:
+            if s.op == "+=" and t.event.kind in ("insert", "delete"):
+                for name, x in _uncovered_loops(s, args):
+                    note = (f"{s.target}: the delta loops over {name}'s keys under an inequality on {x} with the "
+                            f"event's values (an inequality join; not indexed: the loop is over one group's keys, "
+                            f"and an index would add 64 upserts per update of {name})")
+                    if note not in ix.notes:
+                        ix.notes.append(note)
             if s.op == ":=":
                 ix.hoisted = {}
                 rhs = ix.rewrite(decompose(s.rhs), args)
