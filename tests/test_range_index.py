@@ -165,7 +165,7 @@ def _thresholds(text, mode="tuple"):
 def test_psp_thresholds_match_duckdb(backend):
     with open(f"{FINANCE}/psp.sql") as f:
         sql = f.read()
-    assert run_differential(sql, backend, mixed_stream(6, 24), compile=_thresholds).checks == 24
+    assert run_differential(sql, backend, mixed_stream(6, 16), compile=_thresholds).checks == 16
 
 
 def test_batch_mode_only_by_option_and_skipping_leaves_none():
@@ -233,13 +233,12 @@ THRESHOLD_TEMPLATES = [
 ]
 
 
-@pytest.mark.parametrize("template,cmp,rng", [(0, ">", "<"), (1, "<=", "<"), (2, ">=", "<"), (2, "<", "<"),
-                                              (3, "<", ">="), (3, ">", "<")])
+@pytest.mark.parametrize("template,cmp,rng", [(0, ">", "<"), (1, "<=", "<"), (2, ">=", "<"), (3, "<", ">=")])
 def test_key_thresholds_match_duckdb(template, cmp, rng):
     sql = SCHEMA + THRESHOLD_TEMPLATES[template].format(cmp=cmp, rng=rng) + ";"
     assert any(m.name.endswith("_rix") for m in _thresholds(sql).m3.maps)
     for backend in ("interp", "llvm"):
-        assert run_differential(sql, backend, mixed_stream(8, 16, max_batch=5), compile=_thresholds).checks == 16
+        assert run_differential(sql, backend, mixed_stream(8, 10, max_batch=5), compile=_thresholds).checks == 10
     if template == 3:               # beside a range sum: indexed without the option too
         assert any("rix_cut" in str(s.rhs) for t in compile_sql(sql).m3.triggers for s in t.statements)
 
