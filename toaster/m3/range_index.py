@@ -32,8 +32,12 @@ Applies (tuple mode; batch mode with the option `batch`; before m3_view_cache) t
 has sites AggSum(G, O[G.., X] * lifts * conditions) where: each correlated lift is Σ M[Y] * {Y op X}
 (one map with the single key Y, op in < <= > >=, X and Y FLOAT or DATE); the other lifts do not
 read X; every condition compares a correlated lift with a term free of X (or is `s != 0`); the
-maps are updated only by `+=` of values of the event or batch (no map read). Other shapes are left
-to m3_view_cache. Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
+maps are updated only by `+=` of values of the event or batch (no map read). A condition may also
+compare X itself with such a term (`X op a`: the interval end `rix_cut(a)`, no descent); a site
+with only those is indexed with the option `thresholds` (PSP: a loop over few distinct volumes
+was faster). Descents reading only the event and scalar maps are computed once per statement
+(MST's two product terms share four). Other shapes are left to m3_view_cache; --explain notes
+the threshold-only sites left alone and the `+=` deltas that loop under an inequality (AXF). Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
 INT keys may: an INT site also falls back while its outer map has an entry at an end key.
 """
 from __future__ import annotations
