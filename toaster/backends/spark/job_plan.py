@@ -83,8 +83,11 @@ class JobRunner:
         try:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
+            lead = None
+            if self._lead_in_stage0(bool(inputs)):    # its exchanges run in stage 0's tasks
+                lead, specs = self._stage_task(specs[0]), specs[1:]
             if inputs:       # stage 0: the executors read their slices of the batches
-                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}))
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead)
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if self._carried is not None:
@@ -120,6 +123,15 @@ class JobRunner:
                 d.pop(k, None)
         self._stages = []
         self._scattered = [[] for _ in range(P)]
+
+    def _lead_in_stage0(self, inputs: bool) -> bool:
+        """Whether the job's first planned stage only moves views (no blocks, every Repart and
+        Gather reads a view) and more stages follow: then stage 0's tasks (task p reads batch
+        slice p) also do its work on view partition p, and the job has one stage less."""
+        if not inputs or self._carried is not None or len(self._stages) < 2:
+            return False
+        st = self._stages[0]
+        return not st.blocks and all(x[1] in self.views for x in st.reparts + st.gathers)
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking

@@ -64,7 +64,12 @@ class _Stage:
     blocks: list = field(default_factory=list)      # (fn, params, writes)
     reparts: list = field(default_factory=list)     # (target, source, positions)
     gathers: list = field(default_factory=list)     # (target, source)
-    closed: bool = False                            # an exchange follows: the next block starts a stage
+
+    def exchanges(self):
+        """(reads, writes) of its Reparts and Gathers: they read their source after the stage's
+        blocks, and their target exists only from the next stage on."""
+        for target, source, *_ in self.reparts + self.gathers:
+            yield {source}, {target}
 
 
 @dataclass
@@ -128,18 +133,29 @@ class DistRuntime(JobRunner):
         self._deferred: list = []    # (fn, reads, writes): local blocks waiting for the job
         self._inputs: list = []      # [InputBlock, ColumnarDelta, scatters, trigger ended]: stage 0's work
         self._input_temps: dict = {}     # temp an input block fills -> its entry in _inputs
+        self._floor = (0, 0)         # the current trigger's earliest stage for its next (block, exchange)
 
     # ------------------------------------------------------------ planning
-    def _open_stage(self) -> _Stage:
-        if not self._stages or self._stages[-1].closed:
+    def _place(self, floor: int, reads: set, writes: set, exchange: bool) -> _Stage:
+        """The earliest stage, from `floor` on, where an item of the current trigger may run
+        without changing what any planned item sees (Spark's fixed cost is per stage, so a later
+        trigger's block joins an earlier stage when it commutes with everything planned after
+        it). Within a stage, blocks run in planning order and then its exchanges: a block may
+        follow a block it conflicts with in the same stage, but not precede an exchange that
+        reads what it writes, and an exchange reads its source after every block of its stage."""
+        lowest = floor
+        for t in range(floor, len(self._stages)):
+            st = self._stages[t]
+            for _, params, w in st.blocks:
+                if _conflict(reads, writes, set(params), set(w)):
+                    lowest = max(lowest, t)
+            if not exchange:
+                for r, w in st.exchanges():
+                    if _conflict(reads, writes, r, w):
+                        lowest = max(lowest, t + 1)
+        while len(self._stages) <= lowest:
             self._stages.append(_Stage())
-        return self._stages[-1]
-
-    def _last_stage(self) -> _Stage:
-        st = self._stages[-1] if self._stages else None
-        if st is None or (st.closed and not st.reparts and not st.gathers):
-            st = self._open_stage()
-        return st
+        return lowest
 
     def _job_clock(self) -> int:
         return last_job_id(self.sc)
@@ -158,6 +174,7 @@ class DistRuntime(JobRunner):
             self.begin_batch()
             self._batch["single"] = True
         self.local[delta_name] = delta
+        self._floor = (0, 0)
 
     def _abort_batch(self) -> None:
         """Undo a batch that failed: executors rebuild the views at their versions from before
@@ -229,18 +246,20 @@ class DistRuntime(JobRunner):
         self._input_temps = {}
 
     def repart(self, target: str, source: str, parts: tuple) -> None:
-        st = self._last_stage()
-        st.reparts.append((target, source, tuple(parts)))
-        st.closed = True
+        t = self._place(self._floor[1], {source}, {target}, exchange=True)
+        self._stages[t].reparts.append((target, source, tuple(parts)))
+        self._floor = (t + 1, t)        # the trigger's next block reads the target: a stage later
 
     def gather(self, target: str, source: str) -> None:
-        st = self._last_stage()
-        st.gathers.append((target, source))
-        st.closed = True
+        t = self._place(self._floor[1], {source}, {target}, exchange=True)
+        self._stages[t].gathers.append((target, source))
+        self._floor = (t + 1, t)
 
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
         self._close_inputs()
-        self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
+        t = self._place(self._floor[0], set(params), set(writes), exchange=False)
+        self._stages[t].blocks.append((fn, tuple(params), tuple(writes)))
+        self._floor = (t, t)
 
     def sync(self, more: bool = True) -> None:
         """Run what is planned (programs generated before run_local call it before the local
@@ -253,6 +272,7 @@ class DistRuntime(JobRunner):
         local blocks that waited for it, in order."""
         if self._stages or any(e[3] for e in self._inputs):
             self._run_job(more_follow=more)
+            self._floor = (0, 0)      # what the job computed feeds the next job's first stage
         waiting, self._deferred = self._deferred, []
         for fn, _, _ in waiting:
             fn()
@@ -420,6 +440,11 @@ class DistRuntime(JobRunner):
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
 
 
+def _conflict(r1: set, w1: set, r2: set, w2: set) -> bool:
+    """Whether two items touching these maps do not commute."""
+    return bool(w1 & (r2 | w2) or r1 & w2)
+
+
 class _DryRun:
     """Mixed in before a generated Program: plans batches without Spark, counting the jobs and
     stages the real runtime would run (the decisions depend on the program, not the data)."""
@@ -439,7 +464,9 @@ class _DryRun:
 
     def _run_job(self, more_follow: bool) -> None:
         self._jobs += 1
-        self._batch["stages"] += len(self._stages) + (self._carried is not None or bool(self._take_inputs()))
+        inputs = bool(self._take_inputs())
+        self._batch["stages"] += (len(self._stages) + (self._carried is not None or inputs)
+                                  - self._lead_in_stage0(inputs))
         for t in self._pending_gathers():
             self.local[t] = {}
         self._carried = True if more_follow else None
@@ -459,8 +486,20 @@ def planned_counts(program_cls, relations, inputs: dict | None = None) -> tuple[
 
 
 def last_job_id(sc) -> int:
-    """Spark numbers jobs in order: the difference of the largest id counts the jobs run. The max is
-    taken in the JVM: iterating the id array from Python costs one py4j call per retained job."""
+    """Spark numbers jobs in order: the difference of the largest id counts the jobs run. Read as
+    the DAG scheduler's next job id (one py4j call on a cached handle: a batch reads it twice,
+    and each py4j round trip is wall time of the batch); where that accessor is missing, the max
+    of the status tracker's ids, taken in the JVM."""
+    dag = getattr(sc, "_toaster_dag", None)
+    if dag is None:
+        try:
+            dag = sc._jsc.sc().dagScheduler()
+            dag.nextJobId()
+        except Exception:        # not this Spark's internals: the public status tracker
+            dag = False
+        sc._toaster_dag = dag
+    if dag is not False:
+        return dag.nextJobId() - 1
     ids = sc.statusTracker()._jtracker.getJobIdsForGroup(None)
     return sc._jvm.java.util.Arrays.stream(ids).max().orElse(-1)
 
