@@ -7,8 +7,8 @@ session with Spark's event log on (local[2], the session settings of toaster's g
 reads the log: per batch the driver's time outside the job (planning, slicing, result folding),
 and per stage of its job the stage's wall time and its tasks' components (Spark's own task
 metrics: scheduler delay = duration - deserialize - run - result serialization - getting
-result; the Python worker's time is inside the executor run time). Batches after the first
-(which pays the JIT) are printed; numbers are milliseconds, task components summed over tasks.
+result; the Python worker's time is inside the executor run time). Every batch is printed
+(the first pays the executors' JIT); numbers are milliseconds, task components summed over tasks.
 """
 from __future__ import annotations
 
@@ -135,8 +135,6 @@ def main(argv=None):
     jobs = read_log(log_dir)
     shutil.rmtree(log_dir, ignore_errors=True)
     for i, (j0, j1, t0, t1, cpu, nj, ns) in enumerate(batches):
-        if i == 0 and len(batches) > 1:
-            continue
         in_jobs = sum(jobs[j]["end"] - jobs[j]["start"] for j in range(j0 + 1, j1 + 1) if j in jobs)
         print(f"{a.query} batch {i + 1}: wall {t1 - t0:.0f} ms = jobs {in_jobs:.0f} + driver outside jobs "
               f"{t1 - t0 - in_jobs:.0f}; driver CPU {cpu:.0f} ms; {nj} job(s), {ns} stage(s)")
