@@ -202,13 +202,17 @@ def _staged_plan(factors, kinds, maps):
                 return None             # correlated with a Dist factor: no staged plan
             local_group.append(f)
             bound_local |= outs
-        elif kind == "nested":
-            return None
         else:
             rest.append((f, kind))
     parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
     for f, kind in rest:
         if kind == "pure":
+            parts.append(f)
+            bound |= C.schema(f, bound)[1]
+            continue
+        if kind == "nested":          # evaluated where the intermediate is, if all it reads is there
+            if not _co_partitioned(f, tag, bound, maps):
+                return None
             parts.append(f)
             bound |= C.schema(f, bound)[1]
             continue
@@ -232,6 +236,24 @@ def _staged_plan(factors, kinds, maps):
             return None
         bound |= fvars
     return _prod(parts), tag
+
+
+def _co_partitioned(e, tag, bound: set, maps) -> bool:
+    """Whether a nested aggregate can be evaluated on each partition of an intermediate at `tag`:
+    it reads no batch or base relation, its inputs are bound, and every map it reads is a Dist
+    map referenced at the intermediate's partition variables (bound outside, so each partition
+    holds every entry the aggregate ranges over). E.g. TPC-H Q17's AVG(quantity) per part key,
+    next to the view partitioned by part key."""
+    if not isinstance(tag, Dist) or not set(tag.parts) <= bound:
+        return False
+    if C.schema(e, bound)[0] - bound:
+        return False
+    for n in _walk(e):
+        if isinstance(n, (C.Rel, C.DeltaRel)):
+            return False
+        if isinstance(n, C.MapRef) and (isinstance(maps[n.name].tag, Local) or map_ref_tag(n, maps) != tag):
+            return False
+    return True
 
 
 def _has_dist(e, maps) -> bool:
