@@ -382,7 +382,12 @@ class DistRuntime(JobRunner):
         state.remove_tree(old_root)          # the old history: nothing refers to it now
 
     def start(self) -> None:
-        """Set the initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        """Load the partition program in the executors' Python workers (one job: a worker JITs
+        it or loads its machine code once, so the first batch does not pay it), then set the
+        initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        if self.native is not None:
+            self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+                native_state.warm_task(self._spec({}))).collect()
         if self.READY:
             self._run_batch([(self.READY, {})])
 
