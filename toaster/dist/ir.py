@@ -208,10 +208,10 @@ def tag_of(e, maps: dict, bound: frozenset = frozenset()):
 
 
 def _outputs(e, bound) -> frozenset:
-    """Variables e binds (none when e holds transformers the calculus' schema does not know: the
-    old, stricter reading)."""
+    """Variables e binds (none where the calculus' schema does not know a node: the stricter
+    reading, as if nothing were bound outside)."""
     if isinstance(e, (Repart, Scatter, Gather)):
-        return frozenset()
+        return _outputs(e.expr, bound)       # a transformer moves its input's rows unchanged
     try:
         return frozenset(C.schema(e, set(bound))[1])
     except Exception:
