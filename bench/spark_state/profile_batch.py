@@ -7,8 +7,8 @@ session with Spark's event log on (local[2], the session settings of toaster's g
 reads the log: per batch the driver's time outside the job (planning, slicing, result folding),
 and per stage of its job the stage's wall time and its tasks' components (Spark's own task
 metrics: scheduler delay = duration - deserialize - run - result serialization - getting
-result; the Python worker's time is inside the executor run time). Every batch is printed
-(the first pays the executors' JIT); numbers are milliseconds, task components summed over tasks.
+result; the Python worker's time is inside the executor run time). Every batch is printed;
+numbers are milliseconds, task components summed over tasks.
 """
 from __future__ import annotations
 
@@ -46,46 +46,44 @@ def read_log(log_dir: str) -> dict:
     files = sorted(p for p in glob.glob(os.path.join(log_dir, "**"), recursive=True)
                    if os.path.isfile(p) and "appstatus" not in os.path.basename(p))
     jobs, stage_job = {}, {}
-    lines = (line for path in files for line in open(path))
-    if True:
-        for line in lines:
-            ev = json.loads(line)
-            kind = ev["Event"]
-            if kind == "SparkListenerJobStart":
-                jobs[ev["Job ID"]] = {"start": ev["Submission Time"], "stages": {}}
-                for s in ev["Stage IDs"]:
-                    stage_job[s] = ev["Job ID"]
-            elif kind == "SparkListenerJobEnd":
-                jobs[ev["Job ID"]]["end"] = ev["Completion Time"]
-            elif kind == "SparkListenerStageCompleted":
-                info = ev["Stage Info"]
-                j = stage_job.get(info["Stage ID"])
-                if j is not None and "Submission Time" in info:
-                    st = jobs[j]["stages"].setdefault(info["Stage ID"], _stage())
-                    st["wall"] = info["Completion Time"] - info["Submission Time"]
-                    st["name"] = info["Stage Name"].split(" at ")[0]
-                    st["tasks"] = info["Number of Tasks"]
-            elif kind == "SparkListenerTaskEnd":
-                j = stage_job.get(ev["Stage ID"])
-                if j is None:
-                    continue
-                st = jobs[j]["stages"].setdefault(ev["Stage ID"], _stage())
-                ti, m = ev["Task Info"], ev.get("Task Metrics") or {}
-                dur = ti["Finish Time"] - ti["Launch Time"]
-                deser, run = m.get("Executor Deserialize Time", 0), m.get("Executor Run Time", 0)
-                rser = m.get("Result Serialization Time", 0)
-                getting = (ti["Finish Time"] - ti["Getting Result Time"]) if ti.get("Getting Result Time") else 0
-                st["task"] += dur
-                st["deser"] += deser
-                st["run"] += run
-                st["sched"] += max(0, dur - deser - run - rser - getting)
-                st["gc"] += m.get("JVM GC Time", 0)
-                sr, sw = m.get("Shuffle Read Metrics", {}), m.get("Shuffle Write Metrics", {})
-                st["fetch_wait"] += sr.get("Fetch Wait Time", 0)
-                st["shuffle_read_kb"] += (sr.get("Local Bytes Read", 0) + sr.get("Remote Bytes Read", 0)) / 1024
-                st["shuffle_write_ms"] += sw.get("Shuffle Write Time", 0) / 1e6
-                st["shuffle_write_kb"] += sw.get("Shuffle Bytes Written", 0) / 1024
-                st["result_kb"] += m.get("Result Size", 0) / 1024
+    for line in (line for path in files for line in open(path)):
+        ev = json.loads(line)
+        kind = ev["Event"]
+        if kind == "SparkListenerJobStart":
+            jobs[ev["Job ID"]] = {"start": ev["Submission Time"], "stages": {}}
+            for s in ev["Stage IDs"]:
+                stage_job[s] = ev["Job ID"]
+        elif kind == "SparkListenerJobEnd":
+            jobs[ev["Job ID"]]["end"] = ev["Completion Time"]
+        elif kind == "SparkListenerStageCompleted":
+            info = ev["Stage Info"]
+            j = stage_job.get(info["Stage ID"])
+            if j is not None and "Submission Time" in info:
+                st = jobs[j]["stages"].setdefault(info["Stage ID"], _stage())
+                st["wall"] = info["Completion Time"] - info["Submission Time"]
+                st["name"] = info["Stage Name"].split(" at ")[0]
+                st["tasks"] = info["Number of Tasks"]
+        elif kind == "SparkListenerTaskEnd":
+            j = stage_job.get(ev["Stage ID"])
+            if j is None:
+                continue
+            st = jobs[j]["stages"].setdefault(ev["Stage ID"], _stage())
+            ti, m = ev["Task Info"], ev.get("Task Metrics") or {}
+            dur = ti["Finish Time"] - ti["Launch Time"]
+            deser, run = m.get("Executor Deserialize Time", 0), m.get("Executor Run Time", 0)
+            rser = m.get("Result Serialization Time", 0)
+            getting = (ti["Finish Time"] - ti["Getting Result Time"]) if ti.get("Getting Result Time") else 0
+            st["task"] += dur
+            st["deser"] += deser
+            st["run"] += run
+            st["sched"] += max(0, dur - deser - run - rser - getting)
+            st["gc"] += m.get("JVM GC Time", 0)
+            sr, sw = m.get("Shuffle Read Metrics", {}), m.get("Shuffle Write Metrics", {})
+            st["fetch_wait"] += sr.get("Fetch Wait Time", 0)
+            st["shuffle_read_kb"] += (sr.get("Local Bytes Read", 0) + sr.get("Remote Bytes Read", 0)) / 1024
+            st["shuffle_write_ms"] += sw.get("Shuffle Write Time", 0) / 1e6
+            st["shuffle_write_kb"] += sw.get("Shuffle Bytes Written", 0) / 1024
+            st["result_kb"] += m.get("Result Size", 0) / 1024
     return jobs
 
 
