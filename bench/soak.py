@@ -94,15 +94,21 @@ def child(backend: str, events: int, window: int, batch: int, time_limit: float)
     engine = compile_sql(SOAK_SQL, mode="batch").engine(backend)
     step = max(1, events // 20)
     next_sample, done, t0 = step, 0, time.perf_counter()
+    applied, batches = 0.0, 0          # apply time and batches since the last sample
     for n, b in soak_batches(events, window, batch):
+        a0 = time.perf_counter()
         engine.apply(b)
+        applied += time.perf_counter() - a0
+        batches += 1
         done += n
         if done >= next_sample or done >= events:
             engine.results()       # the views are read too, as a user would
             rss, peak = _rss_mb()
             elapsed = time.perf_counter() - t0
             print(json.dumps({"backend": backend, "events": done, "rss_mb": round(rss, 1),
-                              "peak_mb": round(peak, 1), "seconds": round(elapsed, 1)}), flush=True)
+                              "peak_mb": round(peak, 1), "seconds": round(elapsed, 1),
+                              "batch_ms": round(1000 * applied / max(batches, 1), 2)}), flush=True)
+            applied, batches = 0.0, 0
             next_sample += step
             if elapsed > time_limit:
                 break
@@ -119,7 +125,7 @@ def run_soak(backends, events: int, window: int, batch: int, time_limit: float, 
         samples += [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "soak.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, ["backend", "events", "rss_mb", "peak_mb", "seconds"])
+        w = csv.DictWriter(f, ["backend", "events", "rss_mb", "peak_mb", "seconds", "batch_ms"])
         w.writeheader()
         w.writerows(samples)
     table = soak_table(samples, events, window, batch)
@@ -129,20 +135,25 @@ def run_soak(backends, events: int, window: int, batch: int, time_limit: float, 
 
 
 def soak_table(samples, events: int, window: int, batch: int) -> str:
-    """Peak RSS (MB) at 10%, 50% and 100% of the stream per backend (the last sample at or before
-    each point; a run cut by the time limit shows how far it got)."""
+    """Peak RSS (MB) and mean apply time per batch (ms, over the 5% of the stream before the
+    point) at 10%, 50% and 100% of the stream per backend (the last sample at or before each
+    point; a run cut by the time limit shows how far it got): flat means the 100% columns stay
+    close to the 10% ones."""
     lines = [f"soak: sliding window of {window:,} rows, every string new, batches of {batch:,}, {events:,} events",
-             "", "| backend | events run | s | peak RSS 10% | peak RSS 50% | peak RSS 100% | RSS at end |",
-             "|---|---|---|---|---|---|---|"]
+             "", "| backend | events run | s | peak RSS 10% | peak RSS 50% | peak RSS 100% | RSS at end "
+             "| ms/batch 10% | ms/batch 50% | ms/batch 100% |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for backend in dict.fromkeys(s["backend"] for s in samples):
         mine = [s for s in samples if s["backend"] == backend]
 
-        def at(frac):
+        def at(frac, key="peak_mb", fmt="{:.0f} MB"):
             got = [s for s in mine if s["events"] <= frac * events + 1]
-            return f"{got[-1]['peak_mb']:.0f} MB" if got and mine[-1]["events"] >= frac * events else "-"
+            ok = got and mine[-1]["events"] >= frac * events and got[-1].get(key) is not None
+            return fmt.format(got[-1][key]) if ok else "-"
         last = mine[-1]
+        ms = [at(f, "batch_ms", "{:.1f}") for f in (0.1, 0.5, 1.0)]
         lines.append(f"| {backend} | {last['events']:,} | {last['seconds']:.0f} | {at(0.1)} | {at(0.5)} | "
-                     f"{at(1.0)} | {last['rss_mb']:.0f} MB |")
+                     f"{at(1.0)} | {last['rss_mb']:.0f} MB | {' | '.join(ms)} |")
     return "\n".join(lines)
 
 

@@ -144,6 +144,17 @@ def test_tag_inference_and_ill_formed_mixes():
     assert tag_of(C.Prod((ma, Repart((A,), mb))), MAPS) == Dist((A,))
 
 
+def test_nested_aggregate_at_a_bound_partition_variable_stays_on_its_partition():
+    """MA is partitioned by A: SUM over MA at a bound A reads one partition (placement may run it
+    there, next to the outer MA); at an unbound A it spans the partitions (Random)."""
+    ma = C.MapRef("MA", (A, B), INT)
+    inner = C.Lift(C_, C.AggSum((), C.MapRef("MA", (A, D), INT)))
+    assert tag_of(C.Prod((ma, inner)), MAPS) == Dist((A,))
+    assert tag_of(C.AggSum((), C.MapRef("MA", (A, D), INT)), MAPS) == RANDOM
+    with pytest.raises(IllFormed):
+        tag_of(C.Prod((C.Value(B), inner)), MAPS)       # A is not bound there: a join over Random
+
+
 # ------------------------------------------------------------- simplifier
 
 def _simp(e):

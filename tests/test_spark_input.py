@@ -85,9 +85,17 @@ def test_q6_shape_global_sum(spark, tmp_path, monkeypatch):
 
 
 def test_q17_shape_nested_aggregate(spark, tmp_path, monkeypatch):
-    prog = _run(spark, Q17, _stream(Q17, 13, 16), 2, {"LI"}, tmp_path, monkeypatch)
+    """The nested AVG per part key is evaluated next to the views partitioned by part key
+    (placement._co_partitioned): only partial sums are Gathered, both batches are read by the
+    executors, one job per step."""
+    prog = _run(spark, Q17, _stream(Q17, 13, 16), 2, {"LI", "PART"}, tmp_path, monkeypatch)
     text = explain_jobs(prog)
-    assert "batch input pre-aggregated on the driver" in text and "PART" in text
+    assert "read by the executors (each task pre-aggregates its slice natively, one stage more): LI, PART" in text
+    assert "a batch of every stream (LI, PART): 1 job(s)" in text
+    views = {n for n, tag in prog.dist.tags().items() if tag.kind != "temp"}
+    gathered = {x.source for t in prog.dist.triggers for b in t.blocks if b.mode == "exchange"
+                for x in b.items if x.kind == "gather"}
+    assert gathered and not gathered & views         # no view moves whole to the driver
 
 
 def test_a_row_inserted_and_deleted_in_one_batch_cancels_across_slices(spark, tmp_path, monkeypatch):

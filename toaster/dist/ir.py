@@ -155,8 +155,10 @@ def map_ref_tag(ref: C.MapRef, maps: dict):
     return tag
 
 
-def tag_of(e, maps: dict):
-    """Location of e's result (None: location independent). Raises IllFormed."""
+def tag_of(e, maps: dict, bound: frozenset = frozenset()):
+    """Location of e's result (None: location independent). Raises IllFormed. `bound`: the
+    variables bound outside e (a nested aggregate over a Dist map at a bound partition variable
+    reads one partition: it stays where that partition is)."""
     match e:
         case C.DeltaRel():
             return LOCAL
@@ -164,8 +166,8 @@ def tag_of(e, maps: dict):
             raise UnsupportedError(f"base relation {name} read inside a trigger (distributed mode)")
         case C.Extremum(kind, gs, _, q):
             # a minimum is no sum of partial minima: its groups must be whole where it runs
-            t = tag_of(q, maps)
-            if isinstance(t, Random) or (isinstance(t, Dist) and not set(t.parts) <= set(gs)):
+            t = tag_of(q, maps, bound)
+            if isinstance(t, Random) or (isinstance(t, Dist) and not set(t.parts) <= set(gs) | bound):
                 raise IllFormed(f"a nested {kind.upper()} over a {t} expression")
             return t
         case C.MapRef():
@@ -173,7 +175,7 @@ def tag_of(e, maps: dict):
         case C.Value() | C.Cmp():
             return None
         case C.Lift(_, q):
-            return tag_of(q, maps)
+            return tag_of(q, maps, bound)
         case Repart(ps, q) | Scatter(ps, q):
             inner = tag_of(q, maps)
             want = (Dist, Random) if isinstance(e, Repart) else (Local,)
@@ -184,7 +186,13 @@ def tag_of(e, maps: dict):
             tag_of(q, maps)         # Gather(Q^Local) is allowed: it is the identity (Fig. 4)
             return LOCAL
         case C.Prod(fs) | C.Sum(fs):
-            tags = {t for t in (tag_of(f, maps) for f in fs) if t is not None}
+            tags, inner = set(), bound
+            for f in fs:
+                t = tag_of(f, maps, inner)
+                if t is not None:
+                    tags.add(t)
+                if isinstance(e, C.Prod):     # a product binds left to right
+                    inner = inner | _outputs(f, inner)
             if len(tags) > 1:
                 raise IllFormed("operands at different locations: " + ", ".join(sorted(map(str, tags))))
             t = next(iter(tags), None)
@@ -192,11 +200,22 @@ def tag_of(e, maps: dict):
                 raise IllFormed("join over a Random expression")
             return t
         case C.AggSum(gs, q):
-            t = tag_of(q, maps)
-            if isinstance(t, Dist) and not set(t.parts) <= set(gs):
+            t = tag_of(q, maps, bound)
+            if isinstance(t, Dist) and not set(t.parts) <= set(gs) | bound:
                 return RANDOM
             return t
     raise TypeError(f"not a distributed calculus expression: {e!r}")
+
+
+def _outputs(e, bound) -> frozenset:
+    """Variables e binds (none where the calculus' schema does not know a node: the stricter
+    reading, as if nothing were bound outside)."""
+    if isinstance(e, (Repart, Scatter, Gather)):
+        return _outputs(e.expr, bound)       # a transformer moves its input's rows unchanged
+    try:
+        return frozenset(C.schema(e, set(bound))[1])
+    except Exception:
+        return frozenset()
 
 
 def statement_tag_ok(st: DistStatement, maps: dict) -> bool:

@@ -139,9 +139,12 @@ def _move(parts_vars: tuple, factors: list, tag) -> object:
     return Scatter(parts_vars, inner) if isinstance(tag, Local) else Repart(parts_vars, inner)
 
 
-def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = False):
+def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = False,
+               nested_on_workers: bool = True):
     """The term rewritten with transformers so that it evaluates at target_tag (a var tag).
-    random_batch: a term over the batch alone into a driver map is spread over the workers."""
+    random_batch: a term over the batch alone into a driver map is spread over the workers.
+    nested_on_workers: a nested aggregate co-partitioned with the intermediate may be evaluated
+    on the workers (_co_partitioned)."""
     factors = list(term.factors) if isinstance(term, C.Prod) else [term]
     kinds = []
     for f in factors:
@@ -154,7 +157,7 @@ def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = F
         else:
             kinds.append("pure")
     if "dist" in kinds:
-        plan = _staged_plan(factors, kinds, maps)
+        plan = _staged_plan(factors, kinds, maps, nested_on_workers)
         if plan is not None:
             expr, tag = plan
             return _to_target(C.AggSum(keys, expr), tag, target_tag)
@@ -192,7 +195,7 @@ def _to_target(expr, tag, target_tag):
     return Repart(target_tag.parts, expr)
 
 
-def _staged_plan(factors, kinds, maps):
+def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
     """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather."""
     local_group, bound_local, rest = [], set(), []
     for f, kind in zip(factors, kinds):
@@ -202,13 +205,17 @@ def _staged_plan(factors, kinds, maps):
                 return None             # correlated with a Dist factor: no staged plan
             local_group.append(f)
             bound_local |= outs
-        elif kind == "nested":
-            return None
         else:
             rest.append((f, kind))
     parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
     for f, kind in rest:
         if kind == "pure":
+            parts.append(f)
+            bound |= C.schema(f, bound)[1]
+            continue
+        if kind == "nested":          # evaluated where the intermediate is, if all it reads is there
+            if not nested_on_workers or not _co_partitioned(f, tag, bound, maps):
+                return None
             parts.append(f)
             bound |= C.schema(f, bound)[1]
             continue
@@ -234,11 +241,34 @@ def _staged_plan(factors, kinds, maps):
     return _prod(parts), tag
 
 
+def _co_partitioned(e, tag, bound: set, maps) -> bool:
+    """Whether a nested aggregate can be evaluated on each partition of an intermediate at `tag`:
+    it reads no batch or base relation, its inputs are bound, and every map it reads is a Dist
+    map referenced at the intermediate's partition variables (bound outside, so each partition
+    holds every entry the aggregate ranges over). E.g. TPC-H Q17's AVG(quantity) per part key,
+    next to the view partitioned by part key."""
+    if not isinstance(tag, Dist) or not set(tag.parts) <= bound:
+        return False
+    if C.schema(e, bound)[0] - bound:
+        return False
+    for n in _walk(e):
+        if isinstance(n, (C.Rel, C.DeltaRel)):
+            return False
+        if isinstance(n, C.MapRef) and (isinstance(maps[n.name].tag, Local) or map_ref_tag(n, maps) != tag):
+            return False
+    return True
+
+
 def _has_dist(e, maps) -> bool:
     return any(isinstance(n, C.MapRef) and not isinstance(maps[n.name].tag, Local) for n in _walk(e))
 
 
-def place_statement(st: Statement, maps: dict, random_batch: bool = False) -> list:
+def place_statement(st: Statement, maps: dict, random_batch: bool = False,
+                    later_writes: frozenset = frozenset()) -> list:
+    """The statement's terms placed. `later_writes`: maps the trigger's later statements write; a
+    term reading one keeps its nested aggregates on the driver (a partial result made on the
+    workers would be moved on after those writes: kept to the plans the block fusion's temp
+    bookkeeping is known to order right)."""
     target = maps[st.target]
     target_tag = map_ref_tag(C.MapRef(st.target, st.keys), maps)
     terms = _terms(st.rhs)
@@ -247,7 +277,8 @@ def place_statement(st: Statement, maps: dict, random_batch: bool = False) -> li
     out = []
     for i, term in enumerate(terms):
         op = st.op if i == 0 else "+="
-        rhs = place_term(term, st.keys, target_tag, maps, random_batch)
+        rhs = place_term(term, st.keys, target_tag, maps, random_batch,
+                         nested_on_workers=not map_names(term) & later_writes)
         out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
     return out
 
@@ -323,10 +354,11 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
         if trig.event.kind not in ("batch", "ready"):
             raise UnsupportedError(f"{trig.event.kind} trigger in a batch-mode program")
         blocks = []
-        for st in trig.statements:
+        for i, st in enumerate(trig.statements):
             if st.target not in maps:
                 raise UnsupportedError(f"statement writes undeclared map {st.target}")
-            for dst in place_statement(st, maps, random_batch):
+            later = frozenset(x.target for x in trig.statements[i + 1:])
+            for dst in place_statement(st, maps, random_batch, later):
                 blocks.append(Block(block_mode(dst.loc), (dst,)))
         triggers.append(DistTrigger(trig.event, tuple(blocks)))
     return DistProgram(prog.relations, dmaps, tuple(triggers), prog.queries, stage="tagged")

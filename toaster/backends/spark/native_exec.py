@@ -220,7 +220,7 @@ class NativeModule:
         elif rows:
             keys = np.zeros((1, 0), np.int64)
         keys = np.ascontiguousarray(keys)
-        vals = self._values(name, np.empty(len(keys)))
+        vals = self._values(name, np.zeros(len(keys)))      # filled by getmany
         self.bulk[(name, "getmany")](len(keys), keys.ctypes.data, vals.ctypes.data)
         return self.decode(name, keys), vals
 

@@ -201,15 +201,16 @@ class ColumnarDelta:
         return batch_slices(batch, parts, columns)
 
 
-def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict):
+def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None):
     """The RDD of a job's stage 0: P tasks, each with the driver's scattered records of its
     partition and its slice of every input block's batch. `inputs`: the runtime's entries
-    [InputBlock, ColumnarDelta, scatters, ready]."""
+    [InputBlock, ColumnarDelta, scatters, ready]. `lead`: the task of a first stage that only
+    moves views (job_plan: _lead_in_stage0), run by task p on partition p after the inputs."""
     slices = {ib.block: delta.slices(parts, ib.columns) for ib, delta, _, _ in inputs}
     work = [(ib.block, ib.delta, ib.writes, scatters) for ib, _, scatters, _ in inputs]
     elements = [(p, (scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
                 for p in range(parts)]
-    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work))
+    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work, lead))
 
 
 # ------------------------------------------------------------------ executors
@@ -238,7 +239,7 @@ def _read_slice(data: bytes, key_types):
     return cols, table.column("s").to_numpy()
 
 
-def input_task(spec: dict, inputs: list):
+def input_task(spec: dict, inputs: list, lead=None):
     """mapPartitionsWithIndex body of stage 0: elements (p, (records, {block: slice})); the
     records scattered by the driver pass on to partition p, each input block runs on the slice
     and its temps go to the partitions of their Scatters. `inputs`: (block, delta, writes,
@@ -271,5 +272,8 @@ def input_task(spec: dict, inputs: list):
                         for d, c, v in _split(kcols, vals, positions, parts_n):
                             out.setdefault(d, []).append((target, c, v))
                 nm.add(delta, ())          # the slice is not kept
+        if lead is not None:
+            for d, recs in lead(p, iter(())):
+                out.setdefault(d, []).extend(recs)
         return iter(out.items())
     return run

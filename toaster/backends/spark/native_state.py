@@ -208,6 +208,14 @@ def restore_task(spec: dict, seq: int, old_store: str):
     return run
 
 
+def warm_task(spec: dict):
+    """Load the spec's partition program in the worker that runs the task (engine start)."""
+    def run(_p, _elements):
+        nx.module_for(spec)
+        return iter(())
+    return run
+
+
 def drop_task(store: str):
     def run(_p, _elements):
         nx.drop_store(store)

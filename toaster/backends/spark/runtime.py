@@ -6,7 +6,8 @@ Dist views are executor-resident, versioned, with a durable copy under `checkpoi
 
 A batch trigger's `scatter / repart / gather / run_dist` calls only plan. The dist blocks between
 two exchanges form a stage; the triggers of all relations of one batch (`apply_deltas`) plan
-into the same stages, in order, and the plan runs as ONE Spark job at the end of the batch:
+into the same stages, in order, and the plan runs as ONE Spark job at the end of the batch
+(job_plan.py builds and runs it):
 
     parallelize(P buckets of the scattered records)           (the batch's slice for each partition;
                                                               with input blocks, P row ranges of the
@@ -42,6 +43,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from toaster.backends.spark import native, native_input, native_state, state, worker
+from toaster.backends.spark.job_plan import JobRunner
 from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
@@ -57,24 +59,17 @@ def register_worker_by_value() -> None:
         _registered = True
 
 
-def _identity(dest: int) -> int:
-    return dest
-
-
-def _to_driver(element) -> bool:
-    return element[0] < 0
-
-
-def _to_workers(element) -> bool:
-    return element[0] >= 0
-
-
 @dataclass
 class _Stage:
     blocks: list = field(default_factory=list)      # (fn, params, writes)
     reparts: list = field(default_factory=list)     # (target, source, positions)
     gathers: list = field(default_factory=list)     # (target, source)
-    closed: bool = False                            # an exchange follows: the next block starts a stage
+
+    def exchanges(self):
+        """(reads, writes) of its Reparts and Gathers: they read their source after the stage's
+        blocks, and their target exists only from the next stage on."""
+        for target, source, *_ in self.reparts + self.gathers:
+            yield {source}, {target}
 
 
 @dataclass
@@ -87,7 +82,7 @@ class _ViewLog:
         return (self.last, self.snap, tuple(self.logs))
 
 
-class DistRuntime:
+class DistRuntime(JobRunner):
     LOCAL_MAPS: tuple = ()       # view maps on the driver
     DIST_MAPS: dict = {}         # view map -> partition key positions
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
@@ -138,18 +133,29 @@ class DistRuntime:
         self._deferred: list = []    # (fn, reads, writes): local blocks waiting for the job
         self._inputs: list = []      # [InputBlock, ColumnarDelta, scatters, trigger ended]: stage 0's work
         self._input_temps: dict = {}     # temp an input block fills -> its entry in _inputs
+        self._floor = (0, 0)         # the current trigger's earliest stage for its next (block, exchange)
 
     # ------------------------------------------------------------ planning
-    def _open_stage(self) -> _Stage:
-        if not self._stages or self._stages[-1].closed:
+    def _place(self, floor: int, reads: set, writes: set, exchange: bool) -> _Stage:
+        """The earliest stage, from `floor` on, where an item of the current trigger may run
+        without changing what any planned item sees (Spark's fixed cost is per stage, so a later
+        trigger's block joins an earlier stage when it commutes with everything planned after
+        it). Within a stage, blocks run in planning order and then its exchanges: a block may
+        follow a block it conflicts with in the same stage, but not precede an exchange that
+        reads what it writes, and an exchange reads its source after every block of its stage."""
+        lowest = floor
+        for t in range(floor, len(self._stages)):
+            st = self._stages[t]
+            for _, params, w in st.blocks:
+                if _conflict(reads, writes, set(params), set(w)):
+                    lowest = max(lowest, t)
+            if not exchange:
+                for r, w in st.exchanges():
+                    if _conflict(reads, writes, r, w):
+                        lowest = max(lowest, t + 1)
+        while len(self._stages) <= lowest:
             self._stages.append(_Stage())
-        return self._stages[-1]
-
-    def _last_stage(self) -> _Stage:
-        st = self._stages[-1] if self._stages else None
-        if st is None or (st.closed and not st.reparts and not st.gathers):
-            st = self._open_stage()
-        return st
+        return lowest
 
     def _job_clock(self) -> int:
         return last_job_id(self.sc)
@@ -168,6 +174,7 @@ class DistRuntime:
             self.begin_batch()
             self._batch["single"] = True
         self.local[delta_name] = delta
+        self._floor = (0, 0)
 
     def _abort_batch(self) -> None:
         """Undo a batch that failed: executors rebuild the views at their versions from before
@@ -239,18 +246,20 @@ class DistRuntime:
         self._input_temps = {}
 
     def repart(self, target: str, source: str, parts: tuple) -> None:
-        st = self._last_stage()
-        st.reparts.append((target, source, tuple(parts)))
-        st.closed = True
+        t = self._place(self._floor[1], {source}, {target}, exchange=True)
+        self._stages[t].reparts.append((target, source, tuple(parts)))
+        self._floor = (t + 1, t)        # the trigger's next block reads the target: a stage later
 
     def gather(self, target: str, source: str) -> None:
-        st = self._last_stage()
-        st.gathers.append((target, source))
-        st.closed = True
+        t = self._place(self._floor[1], {source}, {target}, exchange=True)
+        self._stages[t].gathers.append((target, source))
+        self._floor = (t + 1, t)
 
     def run_dist(self, fn, params: tuple, writes: tuple) -> None:
         self._close_inputs()
-        self._open_stage().blocks.append((fn, tuple(params), tuple(writes)))
+        t = self._place(self._floor[0], set(params), set(writes), exchange=False)
+        self._stages[t].blocks.append((fn, tuple(params), tuple(writes)))
+        self._floor = (t, t)
 
     def sync(self, more: bool = True) -> None:
         """Run what is planned (programs generated before run_local call it before the local
@@ -263,6 +272,7 @@ class DistRuntime:
         local blocks that waited for it, in order."""
         if self._stages or any(e[3] for e in self._inputs):
             self._run_job(more_follow=more)
+            self._floor = (0, 0)      # what the job computed feeds the next job's first stage
         waiting, self._deferred = self._deferred, []
         for fn, _, _ in waiting:
             fn()
@@ -292,101 +302,6 @@ class DistRuntime:
         if k and self.batches // k > batch["triggers0"] // k:
             self.snapshot()
         self.jobs_last_batch = self._job_clock() - batch["job0"]      # the snapshot's included
-
-    # ----------------------------------------------------------- execution
-    def _specs(self, more_follow: bool) -> list:
-        specs, logs = [], {}
-        reads_after = [set() for _ in self._stages]
-        for i in range(len(self._stages) - 2, -1, -1):
-            nxt = self._stages[i + 1]
-            reads_after[i] = (reads_after[i + 1] | {p for b in nxt.blocks for p in b[1]}
-                              | {r[1] for r in nxt.reparts} | {g[1] for g in nxt.gathers})
-        for i, st in enumerate(self._stages):
-            self.seq += 1
-            names = {p for b in st.blocks for p in b[1]} | {r[1] for r in st.reparts} | {g[1] for g in st.gathers}
-            views = {v: self.views[v].version() for v in names if v in self.views}
-            updates = sorted({w for b in st.blocks for w in b[2] if w in self.views})
-            for v in updates:
-                logs.setdefault(v, (self.views[v].last, list(self.views[v].logs)))
-                self.views[v].last = self.seq
-                self.views[v].logs.append(self.seq)
-            if more_follow:         # the rest of the trigger is not planned yet: keep every temp
-                carry = None
-            else:
-                carry = sorted(n for n in reads_after[i] if n not in self.views)
-            specs.append(self._spec({"seq": self.seq, "views": views, "updates": updates,
-                                     "blocks": st.blocks, "reparts": st.reparts, "gathers": st.gathers,
-                                     "carry": carry}))
-        self._undo = logs
-        return specs
-
-    def _spec(self, spec: dict) -> dict:
-        spec.update(root=self.root, store=self.store, partitions=self.partitions)
-        if self.native is not None:     # native blocks are named, not shipped as functions
-            spec.update(self._native_spec)
-            if "blocks" in spec:
-                spec["blocks"] = [(fn.__name__, params, writes) for fn, params, writes in spec["blocks"]]
-        return spec
-
-    def _stage_task(self, spec):
-        return (native_state if self.native is not None else state).stage_task(spec)
-
-    def _records(self, collected):
-        """(map, key, value) records of collected task output (native: columns)."""
-        if self.native is None:
-            return collected
-        return ((name, k, v) for name, cols, vals in collected for k, v in native.column_items(cols, vals))
-
-    def _run_job(self, more_follow: bool) -> None:
-        P = self.partitions
-        try:
-            specs = self._specs(more_follow)
-            inputs = self._take_inputs()
-            if inputs:       # stage 0: the executors read their slices of the batches
-                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}))
-            else:
-                first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
-            if self._carried is not None:
-                first = self._carried.union(first).partitionBy(P, _identity)
-            elif inputs:
-                first = first.partitionBy(P, _identity)
-            rdd = first
-            self._batch["stages"] += len(specs) + (self._carried is not None or bool(inputs))
-            for i, spec in enumerate(specs):
-                if i:
-                    rdd = rdd.partitionBy(P, _identity)
-                rdd = rdd.mapPartitionsWithIndex(self._stage_task(spec))
-            if more_follow:
-                rdd = rdd.persist()
-                self._persisted.append(rdd)
-                self._carried = rdd.filter(_to_workers)
-            final = rdd.filter(_to_driver).flatMap(_records)
-            self.last_job_plan = final          # its toDebugString() is the job's plan (tests)
-            gathered = final.collect()
-        except BaseException:
-            for v, (last, logs) in self._undo.items():     # the failed stages never happened
-                self.views[v].last, self.views[v].logs = last, logs
-            raise
-        targets = {g[0] for st in self._stages for g in st.gathers}
-        for t in targets:
-            self.local[t] = {}
-        for name, k, v in self._records(gathered):
-            d = self.local[name]
-            x = d.get(k, 0) + v
-            if x != 0:
-                d[k] = x
-            else:
-                d.pop(k, None)
-        self._stages = []
-        self._scattered = [[] for _ in range(P)]
-
-    def _take_inputs(self) -> list:
-        """The input blocks whose Scatters are all planned: this job's stage 0. One still taking
-        Scatters (a Scatter of its exchange block needs a Gather's result: the job runs first)
-        waits for the next job of the batch, where the block that reads its temps is planned."""
-        ready = [e for e in self._inputs if e[3]]
-        self._inputs = [e for e in self._inputs if not e[3]]
-        return ready
 
     def snapshot(self) -> None:
         """One job: every partition writes its views as of now; the log before it is dropped."""
@@ -467,7 +382,12 @@ class DistRuntime:
         state.remove_tree(old_root)          # the old history: nothing refers to it now
 
     def start(self) -> None:
-        """Set the initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        """Load the partition program in the executors' Python workers (one job: a worker JITs
+        it or loads its machine code once, so the first batch does not pay it), then set the
+        initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        if self.native is not None:
+            self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
+                native_state.warm_task(self._spec({}))).collect()
         if self.READY:
             self._run_batch([(self.READY, {})])
 
@@ -525,6 +445,11 @@ class DistRuntime:
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
 
 
+def _conflict(r1: set, w1: set, r2: set, w2: set) -> bool:
+    """Whether two items touching these maps do not commute."""
+    return bool(w1 & (r2 | w2) or r1 & w2)
+
+
 class _DryRun:
     """Mixed in before a generated Program: plans batches without Spark, counting the jobs and
     stages the real runtime would run (the decisions depend on the program, not the data)."""
@@ -544,7 +469,9 @@ class _DryRun:
 
     def _run_job(self, more_follow: bool) -> None:
         self._jobs += 1
-        self._batch["stages"] += len(self._stages) + (self._carried is not None or bool(self._take_inputs()))
+        inputs = bool(self._take_inputs())
+        self._batch["stages"] += (len(self._stages) + (self._carried is not None or inputs)
+                                  - self._lead_in_stage0(inputs))
         for t in self._pending_gathers():
             self.local[t] = {}
         self._carried = True if more_follow else None
@@ -563,13 +490,21 @@ def planned_counts(program_cls, relations, inputs: dict | None = None) -> tuple[
     return prog.jobs_last_batch, prog.stages_last_batch
 
 
-def _records(element):
-    return element[1]
-
-
 def last_job_id(sc) -> int:
-    """Spark numbers jobs in order: the difference of the largest id counts the jobs run. The max is
-    taken in the JVM: iterating the id array from Python costs one py4j call per retained job."""
+    """Spark numbers jobs in order: the difference of the largest id counts the jobs run. Read as
+    the DAG scheduler's next job id (one py4j call on a cached handle: a batch reads it twice,
+    and each py4j round trip is wall time of the batch); where that accessor is missing, the max
+    of the status tracker's ids, taken in the JVM."""
+    dag = getattr(sc, "_toaster_dag", None)
+    if dag is None:
+        try:
+            dag = sc._jsc.sc().dagScheduler()
+            dag.nextJobId()
+        except Exception:        # not this Spark's internals: the public status tracker
+            dag = False
+        sc._toaster_dag = dag
+    if dag is not False:
+        return dag.nextJobId() - 1
     ids = sc.statusTracker()._jtracker.getJobIdsForGroup(None)
     return sc._jvm.java.util.Arrays.stream(ids).max().orElse(-1)
 

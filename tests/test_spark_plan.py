@@ -1,0 +1,100 @@
+"""The driver's stage planning (runtime.DistRuntime._place, job_plan._lead_in_stage0), without
+Spark: which stage each dist block and exchange of a batch's triggers lands in. A later
+trigger's block joins an earlier stage only when it commutes with everything planned after
+it; the end-to-end check (views equal DuckDB after every multi-relation batch) is in
+test_spark_state.py / test_spark_input.py."""
+from __future__ import annotations
+
+from toaster.backends.spark import native_input
+from toaster.backends.spark.runtime import DistRuntime, _DryRun, planned_counts
+
+
+def _blk(name):
+    def fn():
+        pass
+    fn.__name__ = name
+    return fn
+
+
+class _Capture(_DryRun):
+    def _run_job(self, more_follow):
+        self.plans.append([(sorted(b[0].__name__ for b in st.blocks),
+                            sorted(x[0] for x in st.reparts + st.gathers)) for st in self._stages])
+        self.leads.append(self._lead_in_stage0(bool([e for e in self._inputs if e[3]])))
+        super()._run_job(more_follow)
+
+
+def _plan(cls, rels, inputs=None):
+    prog = type("Capture", (_Capture, cls), {"plans": [], "leads": []})(inputs=inputs)
+    prog.plans, prog.leads = [], []
+    prog.begin_batch()
+    for r in rels:
+        getattr(prog, prog.TRIGGERS[r])(native_input.ColumnarDelta([]) if r in (inputs or {}) else {})
+    prog.end_batch()
+    return prog
+
+
+def _program(b_reads, b_writes, a_repart_view=False):
+    """Trigger A: [repart of view V1 when asked] block a1 (writes V1, T1) -> Repart T2 <- T1 ->
+    block a2 (reads T2, V2; writes V2). Trigger B: block b1 (reads b_reads, writes b_writes) ->
+    Repart U2 <- U1 -> block b2 (reads U2, writes V3)."""
+    class Prog(DistRuntime):
+        DIST_MAPS = {"V1": (0,), "V2": (0,), "V3": (0,), "V4": (0,)}
+        TRIGGERS = {"A": "on_a", "B": "on_b"}
+
+        def on_a(self, delta):
+            self.begin_trigger("DELTA_A", delta)
+            self.run_local(_blk("in_a"), ("DELTA_A",), ())     # A's input block (when columnar)
+            if a_repart_view:
+                self.repart("T0", "V1", (0,))
+            self.run_dist(_blk("a1"), ("V1", "T0") if a_repart_view else ("V1",), ("V1", "T1"))
+            self.repart("T2", "T1", (0,))
+            self.run_dist(_blk("a2"), ("T2", "V2"), ("V2",))
+            self.end_trigger(("T1", "T2"))
+
+        def on_b(self, delta):
+            self.begin_trigger("DELTA_B", delta)
+            self.run_dist(_blk("b1"), tuple(b_reads), tuple(b_writes) + ("U1",))
+            self.repart("U2", "U1", (0,))
+            self.run_dist(_blk("b2"), ("U2", "V3"), ("V3",))
+            self.end_trigger(("U1", "U2"))
+    return Prog
+
+
+def test_commuting_block_of_a_later_trigger_joins_the_first_stage():
+    prog = _plan(_program(["V4"], ["V4"]), ["A", "B"])
+    assert prog.plans == [[(["a1", "b1"], ["T2", "U2"]), (["a2", "b2"], [])]]
+    assert prog.stages_last_batch == 2
+
+
+def test_block_reading_what_a_later_stage_writes_waits_for_it():
+    prog = _plan(_program(["V2"], []), ["A", "B"])        # b1 reads V2, which a2 writes in stage 2
+    assert prog.plans == [[(["a1"], ["T2"]), (["a2", "b1"], ["U2"]), (["b2"], [])]]
+
+
+def test_block_writing_what_a_later_stage_reads_waits_for_it():
+    prog = _plan(_program([], ["V2"]), ["A", "B"])        # a2 reads V2: b1 must not write it first
+    assert prog.plans == [[(["a1"], ["T2"]), (["a2", "b1"], ["U2"]), (["b2"], [])]]
+
+
+def test_block_writing_a_repart_source_of_its_stage_waits():
+    prog = _plan(_program([], ["T1"]), ["A", "B"])        # Repart T2 <- T1 reads after stage 1's blocks
+    assert prog.plans == [[(["a1"], ["T2"]), (["a2", "b1"], ["U2"]), (["b2"], [])]]
+
+
+def test_a_first_stage_of_view_reparts_runs_in_stage_0():
+    """A first stage that only moves views joins stage 0 when the batch has input blocks (the
+    view's partition p is read by stage 0's task p); without input blocks it is a stage."""
+    cls = _program(["V2"], [], a_repart_view=True)
+    prog = _plan(cls, ["A", "B"])
+    assert prog.plans == [[([], ["T0"]), (["a1"], ["T2"]), (["a2", "b1"], ["U2"]), (["b2"], [])]]
+    assert prog.leads == [False] and prog.stages_last_batch == 4
+    inputs = {"A": native_input.InputBlock("A", "in_a", "DELTA_A", ())}
+    prog = _plan(cls, ["A", "B"], inputs)
+    assert prog.leads == [True] and prog.stages_last_batch == 4     # stage 0 + 3
+    assert planned_counts(cls, ["A", "B"], inputs) == (1, 4)
+
+
+def test_commuting_block_joins_a_stage_of_view_reparts():
+    prog = _plan(_program(["V4"], ["V4"], a_repart_view=True), ["A", "B"])
+    assert prog.plans == [[(["b1"], ["T0", "U2"]), (["a1", "b2"], ["T2"]), (["a2"], [])]]

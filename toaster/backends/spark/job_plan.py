@@ -1,0 +1,142 @@
+"""Job execution of the driver runtime: the planned stages of a batch become ONE Spark job.
+
+`DistRuntime` (runtime.py) plans: a batch's triggers call scatter / repart / gather / run_dist,
+which fill `self._stages`, `self._scattered` and `self._inputs`. `JobRunner._run_job` turns that
+plan into the job
+
+    parallelize(P buckets of the scattered records)  or  stage 0 over P row ranges of the batch's
+                                                         columns (native_input.py) -> partitionBy(P)
+      -> mapPartitionsWithIndex(stage 1) -> partitionBy(P) -> ... -> collect()  (gathered records)
+
+and folds the gathered records into the driver's maps. Each stage's spec carries the versions of
+the views it reads (state.py / native_state.py check them out) and the seq its writes commit as.
+"""
+from __future__ import annotations
+
+from toaster.backends.spark import native, native_input, native_state, state
+
+
+def _identity(dest: int) -> int:
+    return dest
+
+
+def _to_driver(element) -> bool:
+    return element[0] < 0
+
+
+def _to_workers(element) -> bool:
+    return element[0] >= 0
+
+
+def _payload(element):
+    return element[1]
+
+
+class JobRunner:
+    """Mixin of DistRuntime: specs of the planned stages, the job that runs them, stage 0 glue."""
+
+    def _specs(self, more_follow: bool) -> list:
+        specs, logs = [], {}
+        reads_after = [set() for _ in self._stages]
+        for i in range(len(self._stages) - 2, -1, -1):
+            nxt = self._stages[i + 1]
+            reads_after[i] = (reads_after[i + 1] | {p for b in nxt.blocks for p in b[1]}
+                              | {r[1] for r in nxt.reparts} | {g[1] for g in nxt.gathers})
+        for i, st in enumerate(self._stages):
+            self.seq += 1
+            names = {p for b in st.blocks for p in b[1]} | {r[1] for r in st.reparts} | {g[1] for g in st.gathers}
+            views = {v: self.views[v].version() for v in names if v in self.views}
+            updates = sorted({w for b in st.blocks for w in b[2] if w in self.views})
+            for v in updates:
+                logs.setdefault(v, (self.views[v].last, list(self.views[v].logs)))
+                self.views[v].last = self.seq
+                self.views[v].logs.append(self.seq)
+            if more_follow:         # the rest of the trigger is not planned yet: keep every temp
+                carry = None
+            else:
+                carry = sorted(n for n in reads_after[i] if n not in self.views)
+            specs.append(self._spec({"seq": self.seq, "views": views, "updates": updates,
+                                     "blocks": st.blocks, "reparts": st.reparts, "gathers": st.gathers,
+                                     "carry": carry}))
+        self._undo = logs
+        return specs
+
+    def _spec(self, spec: dict) -> dict:
+        spec.update(root=self.root, store=self.store, partitions=self.partitions)
+        if self.native is not None:     # native blocks are named, not shipped as functions
+            spec.update(self._native_spec)
+            if "blocks" in spec:
+                spec["blocks"] = [(fn.__name__, params, writes) for fn, params, writes in spec["blocks"]]
+        return spec
+
+    def _stage_task(self, spec):
+        return (native_state if self.native is not None else state).stage_task(spec)
+
+    def _records(self, collected):
+        """(map, key, value) records of collected task output (native: columns)."""
+        if self.native is None:
+            return collected
+        return ((name, k, v) for name, cols, vals in collected for k, v in native.column_items(cols, vals))
+
+    def _run_job(self, more_follow: bool) -> None:
+        P = self.partitions
+        try:
+            specs = self._specs(more_follow)
+            inputs = self._take_inputs()
+            lead = None
+            if self._lead_in_stage0(bool(inputs)):    # its exchanges run in stage 0's tasks
+                lead, specs = self._stage_task(specs[0]), specs[1:]
+            if inputs:       # stage 0: the executors read their slices of the batches
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead)
+            else:
+                first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
+            if self._carried is not None:
+                first = self._carried.union(first).partitionBy(P, _identity)
+            elif inputs:
+                first = first.partitionBy(P, _identity)
+            rdd = first
+            self._batch["stages"] += len(specs) + (self._carried is not None or bool(inputs))
+            for i, spec in enumerate(specs):
+                if i:
+                    rdd = rdd.partitionBy(P, _identity)
+                rdd = rdd.mapPartitionsWithIndex(self._stage_task(spec))
+            if more_follow:
+                rdd = rdd.persist()
+                self._persisted.append(rdd)
+                self._carried = rdd.filter(_to_workers)
+            final = rdd.filter(_to_driver).flatMap(_payload)
+            self.last_job_plan = final          # its toDebugString() is the job's plan (tests)
+            gathered = final.collect()
+        except BaseException:
+            for v, (last, logs) in self._undo.items():     # the failed stages never happened
+                self.views[v].last, self.views[v].logs = last, logs
+            raise
+        targets = {g[0] for st in self._stages for g in st.gathers}
+        for t in targets:
+            self.local[t] = {}
+        for name, k, v in self._records(gathered):
+            d = self.local[name]
+            x = d.get(k, 0) + v
+            if x != 0:
+                d[k] = x
+            else:
+                d.pop(k, None)
+        self._stages = []
+        self._scattered = [[] for _ in range(P)]
+
+    def _lead_in_stage0(self, inputs: bool) -> bool:
+        """Whether the job's first planned stage only moves views (no blocks, every Repart and
+        Gather reads a view) and more stages follow: then stage 0's tasks (task p reads batch
+        slice p) also do its work on view partition p, and the job has one stage less."""
+        if not inputs or self._carried is not None or len(self._stages) < 2:
+            return False
+        st = self._stages[0]
+        return not st.blocks and all(x[1] in self.views for x in st.reparts + st.gathers)
+
+    def _take_inputs(self) -> list:
+        """The input blocks whose Scatters are all planned: this job's stage 0. One still taking
+        Scatters (a Scatter of its exchange block needs a Gather's result: the job runs first)
+        waits for the next job of the batch, where the block that reads its temps is planned."""
+        ready = [e for e in self._inputs if e[3]]
+        self._inputs = [e for e in self._inputs if not e[3]]
+        return ready
