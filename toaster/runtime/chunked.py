@@ -26,19 +26,33 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
     """(chunk, 1-based number of its first line) for the whole file. Every chunk but the last
     ends with a line break (\\n, \\r or \\r\\n, never split); a line longer than block_size makes
     its chunk longer. Line numbers count every line, empty ones included (as Python's reader).
-    The file is read into one reused buffer and each chunk copied out of it once (fresh
-    buffers cost page faults comparable to Arrow's parse of a narrow projection)."""
+    Each chunk is a copy of chunk_views' view (which see)."""
+    line = 1
+    scratch = None
+    for view in chunk_views(fh, block_size):
+        chunk = bytes(view)
+        yield chunk, line
+        if scratch is None or len(scratch) < len(chunk):
+            scratch = np.empty(len(chunk), dtype=bool)
+        line += count_breaks(chunk, scratch)
+
+
+def chunk_views(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[memoryview]:
+    """The whole file as views of about block_size bytes, cut as byte_chunks cuts them, into
+    one reused read buffer (fresh buffers cost page faults comparable to Arrow's parse of a
+    narrow projection): a view is valid until the next one is asked for, and whatever the
+    consumer built on it (a pyarrow buffer, a numpy array) must be gone by then -- if it is
+    not, the buffer is left to it and reading goes on in a new one."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
     buf = bytearray(min(block_size, _bytes_left(fh) + 1))     # zero-filled: no larger than the file
-    scratch = np.empty(len(buf), dtype=bool)
-    line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
+    have = 0                           # bytes at the front of buf not yet in a chunk
     while True:
         with memoryview(buf) as view:
             n = fh.readinto(view[have:])
         if not n:
             if have:
-                yield _copy(buf, have), line
+                yield memoryview(buf)[:have]
             return
         end = have + n
         cut = _after_last_break(buf, end)
@@ -47,11 +61,14 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
             if end == len(buf):
                 buf.extend(bytes(len(buf)))
             continue
-        chunk = _copy(buf, cut)
-        yield chunk, line
-        if len(scratch) < len(chunk):
-            scratch = np.empty(len(chunk), dtype=bool)
-        line += count_breaks(chunk, scratch)
+        whole = memoryview(buf)
+        chunk = whole[:cut]
+        yield chunk
+        try:
+            chunk.release()
+            whole.release()
+        except BufferError:            # still exported by the consumer: leave buf to it
+            buf = bytearray(buf)
         buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
         have = end - cut
 
@@ -64,11 +81,6 @@ def _bytes_left(fh) -> int:
         return 1 << 62
 
 
-def _copy(buf: bytearray, n: int) -> bytes:
-    with memoryview(buf) as view:
-        return bytes(view[:n])
-
-
 def _after_last_break(buf, end: int) -> int:
     """Index just after the last line break of buf[:end] that is surely complete (0 if none): a
     '\\r' as the very last byte may be the first half of '\\r\\n'."""
@@ -76,7 +88,10 @@ def _after_last_break(buf, end: int) -> int:
 
 
 def count_breaks(data: bytes, scratch: np.ndarray | None = None) -> int:
-    """Line breaks in data; scratch: a reused bool array of at least len(data) (no page faults)."""
+    """Line breaks in data (bytes-like); scratch: a reused bool array of at least len(data)
+    (no page faults)."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     if b"\r" not in data:              # the usual file: one pass (memchr finds no '\r' fast)
         raw = np.frombuffer(data, dtype=np.uint8)
         lf = np.equal(raw, 10, out=None if scratch is None else scratch[:len(raw)])
