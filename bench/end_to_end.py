@@ -13,8 +13,9 @@ toaster's answers equal DuckDB's. Each is the median of --repeats runs (default 
 files in the OS cache for both; toaster's modules compiled to bytecode: the child runs with
 Python's bytecode cache on, in OUT/pycache, even under PYTHONDONTWRITEBYTECODE=1 -- an installed
 package has its .pyc files, and compiling ~100 modules from source took ~0.27 s per run). The
-CPU seconds of the toaster process (all its threads) are given beside the wall seconds: on a
-shared machine they are the steadier number.
+CPU seconds (the toaster process, all its threads; DuckDB: the bench process while it runs)
+and their ratio are given beside the wall seconds: on a shared machine they are the steadier
+number.
 """
 from __future__ import annotations
 
@@ -59,11 +60,11 @@ def _columns(rel: str) -> dict:
     return cols
 
 
-def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list]:
+def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list, float]:
     """(seconds for DuckDB to read the relations' CSV files and compute every query once, the
-    answer of each query)."""
+    answer of each query, CPU seconds of this process meanwhile)."""
     import duckdb
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     con = duckdb.connect()
     con.execute("SET threads TO 1")
     for r in relations:
@@ -72,7 +73,7 @@ def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list]:
                     f"columns={_columns(r)!r})", [path])
     answers = [con.execute(q).fetchall() for q in oracle_sql]
     con.close()
-    return time.perf_counter() - t0, answers
+    return time.perf_counter() - t0, answers, time.process_time() - c0
 
 
 def _cell(v):
@@ -161,21 +162,25 @@ def run_end_to_end(args, cfg) -> int:
         light_s, error_light, out_light, light_cpu = _toaster_run(path, "--opt-level", "1", repeats=repeats,
                                                                   pycache=pycache)
         if error or error_light or error_cached:
-            rows.append((q.name, None, None, None, None, error or error_cached or error_light, None, None, None))
+            rows.append((q.name, None, None, None, None, error or error_cached or error_light, None, None, None,
+                         None))
             continue
         if repeats > 1:
             duckdb_once(csv_dir, comp.oracle_sql, used)         # untimed: the files in the OS cache
         timed = [duckdb_once(csv_dir, comp.oracle_sql, used) for _ in range(repeats)]
-        duck_s, answers = statistics.median(t for t, _ in timed), timed[-1][1]
+        duck_s, answers = statistics.median(t[0] for t in timed), timed[-1][1]
+        duck_cpu = statistics.median(t[2] for t in timed)
         note = ""
         if len(answers) == 1:
             wrong = same_answer(out, answers[0]) or same_answer(out_cached, answers[0]) or \
                 same_answer(out_light, answers[0])
             note = f"WRONG: {wrong}" if wrong else "= DuckDB"
-        rows.append((q.name, default_s, cached_s, light_s, duck_s, note, default_cpu, cached_cpu, light_cpu))
+        rows.append((q.name, default_s, cached_s, light_s, duck_s, note, default_cpu, cached_cpu, light_cpu,
+                     duck_cpu))
     lines = [f"End to end, TPC-H SF {scale:g} CSV (insert-only), wall seconds including compile and reading "
-             f"the files (median of {max(1, getattr(args, 'repeats', 1) or 1)}, after a warm-up run if more than one; toaster's "
-             "CPU seconds, all threads, in parentheses); DuckDB single-threaded; load average "
+             f"the files (median of {max(1, getattr(args, 'repeats', 1) or 1)}, after a warm-up run if more than one; CPU "
+             "seconds, all threads, in parentheses, and the ratio of CPU seconds beside the ratio of wall seconds: the "
+             "steadier one on a shared machine); DuckDB single-threaded; load average "
              f"{os.getloadavg()[0]:.1f} at the end.", "",
              "| query | toaster llvm --run, cold JIT (s) | ratio | JIT cache warm (s) | ratio "
              "| cold, --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
@@ -187,9 +192,12 @@ def run_end_to_end(args, cfg) -> int:
     def ratio(x, d):
         return f"{x / d:.1f}x" if x and d else "-"
 
-    for name, ts, cs, ls, ds, note, tc, cc, lc in rows:
-        lines.append(f"| {name} | {fmt(ts, tc)} | {ratio(ts, ds)} | {fmt(cs, cc)} | {ratio(cs, ds)} | "
-                     f"{fmt(ls, lc)} | {ratio(ls, ds)} | {fmt(ds)} | {note} |")
+    def ratios(x, xc, d, dc):
+        return f"{ratio(x, d)} ({ratio(xc, dc)} CPU)"
+
+    for name, ts, cs, ls, ds, note, tc, cc, lc, dc in rows:
+        lines.append(f"| {name} | {fmt(ts, tc)} | {ratios(ts, tc, ds, dc)} | {fmt(cs, cc)} | {ratios(cs, cc, ds, dc)} | "
+                     f"{fmt(ls, lc)} | {ratios(ls, lc, ds, dc)} | {fmt(ds, dc)} | {note} |")
     report = "\n".join(lines) + "\n"
     with open(os.path.join(cfg.out, "end-to-end.md"), "w") as f:
         f.write(report)
