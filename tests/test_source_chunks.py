@@ -172,6 +172,16 @@ def test_empty_lines_of_an_all_string_relation_are_skipped_in_chunks(tmp_path_fa
     assert chunked == python
 
 
+def test_chunk_views_take_turns_in_two_buffers():
+    import io
+    data = b"".join(b"line %d\n" % i for i in range(100))
+    buffers, got = set(), []
+    for view in chunk_views(io.BytesIO(data), 64):
+        buffers.add(id(view.obj))
+        got.append(bytes(view))
+    assert b"".join(got) == data and len(got) > 4 and len(buffers) == 2
+
+
 def test_chunk_views_left_exported_do_not_change_under_the_consumer():
     import io
     import pyarrow as pa

@@ -104,10 +104,7 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
     layout = None
     line = 1                           # the file's line number of the chunk's first line
     with fh:
-        # views of one reused buffer; Arrow's multi-threaded reader lets go of a view a moment
-        # after read_csv returns (its pool threads), so with threads chunk_views usually moves
-        # on to a copy of the buffer: one copy per chunk, as a bytes chunk costs
-        for data in chunk_views(fh, block_size or BLOCK_SIZE):
+        for data in chunk_views(fh, block_size or BLOCK_SIZE):     # views of two reused buffers
             if layout is None:
                 layout = _layout_from_first_line(decl, data, delim, deletions, needed)
                 if layout is None:      # only empty lines so far

@@ -39,14 +39,17 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
 
 def chunk_views(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[memoryview]:
     """The whole file as views of about block_size bytes, cut as byte_chunks cuts them, into
-    one reused read buffer (fresh buffers cost page faults comparable to Arrow's parse of a
-    narrow projection): a view is valid until the next one is asked for, and whatever the
-    consumer built on it (a pyarrow buffer, a numpy array) must be gone by then -- if it is
-    not, the buffer is left to it and reading goes on in a new one."""
+    two read buffers used in turn (fresh buffers cost page faults comparable to Arrow's parse of
+    a narrow projection). A view is valid until the one after next is asked for; whatever the
+    consumer built on it (a pyarrow buffer, a numpy array) should be gone by then -- if it is
+    not, its buffer is left to it and reading goes on in a new one. Two buffers, because
+    Arrow's multi-threaded reader lets go of its input from its pool threads a moment after
+    read_csv returns."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
     buf = bytearray(min(block_size, _bytes_left(fh) + 1))     # zero-filled: no larger than the file
     have = 0                           # bytes at the front of buf not yet in a chunk
+    lent = None                        # (views, buffer) of the last chunk given out
     while True:
         with memoryview(buf) as view:
             n = fh.readinto(view[have:])
@@ -64,13 +67,26 @@ def chunk_views(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[memoryvi
         whole = memoryview(buf)
         chunk = whole[:cut]
         yield chunk
-        try:
-            chunk.release()
-            whole.release()
-        except BufferError:            # still exported by the consumer: leave buf to it
-            buf = bytearray(buf)
-        buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
-        have = end - cut
+        spare = _reclaim(lent)         # the chunk before this one's buffer, if no longer exported
+        lent = ((chunk, whole), buf)
+        if spare is None or len(spare) < len(buf):
+            spare = bytearray(len(buf))
+        spare[:end - cut] = buf[cut:end]     # the partial last line moves to the other buffer
+        buf, have = spare, end - cut
+
+
+def _reclaim(lent):
+    """The buffer of a chunk given out earlier, its views released; None if the consumer still
+    holds a view or something built on one."""
+    if lent is None:
+        return None
+    views, buf = lent
+    try:
+        for v in views:
+            v.release()
+    except BufferError:
+        return None
+    return buf
 
 
 def _bytes_left(fh) -> int:
