@@ -3,16 +3,19 @@
 For each TPC-H query (default Q1, Q3, Q6, Q17) at --scale (default 0.1): dbgen's tables are
 written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as tables), then
   toaster: `python -m toaster.pipeline Q.sql --backend llvm --run` in a fresh process (compile,
-           read every file, keep the view fresh after every tuple, print the answer), wall time,
-           with the default LLVM pipeline (O2) and with `--opt-level 1` (the light one);
+           read every file, keep the view fresh after every tuple, print the answer), wall time:
+           cold (`--jit-cache off`: LLVM optimizes and compiles the program, default O2), with
+           the JIT cache warm (the machine code of an earlier run loaded, in OUT/jit-cache), and
+           cold with `--opt-level 1` (the light LLVM pipeline);
   DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
 and the table gives both, their ratio (the issue's target: toaster <= 2x DuckDB), and whether
 toaster's answers equal DuckDB's. Each is the median of --repeats runs (default 3) after one untimed run (the
 files in the OS cache for both; toaster's modules compiled to bytecode: the child runs with
 Python's bytecode cache on, in OUT/pycache, even under PYTHONDONTWRITEBYTECODE=1 -- an installed
 package has its .pyc files, and compiling ~100 modules from source took ~0.27 s per run). The
-CPU seconds of the toaster process (all its threads) are given beside the wall seconds: on a
-shared machine they are the steadier number.
+CPU seconds (the toaster process, all its threads; DuckDB: the bench process while it runs)
+and their ratio are given beside the wall seconds: on a shared machine they are the steadier
+number.
 """
 from __future__ import annotations
 
@@ -57,11 +60,11 @@ def _columns(rel: str) -> dict:
     return cols
 
 
-def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list]:
+def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list, float]:
     """(seconds for DuckDB to read the relations' CSV files and compute every query once, the
-    answer of each query)."""
+    answer of each query, CPU seconds of this process meanwhile)."""
     import duckdb
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     con = duckdb.connect()
     con.execute("SET threads TO 1")
     for r in relations:
@@ -70,7 +73,7 @@ def duckdb_once(csv_dir: str, oracle_sql, relations) -> tuple[float, list]:
                     f"columns={_columns(r)!r})", [path])
     answers = [con.execute(q).fetchall() for q in oracle_sql]
     con.close()
-    return time.perf_counter() - t0, answers
+    return time.perf_counter() - t0, answers, time.process_time() - c0
 
 
 def _cell(v):
@@ -104,16 +107,19 @@ def same_answer(csv_text: str, duck_rows) -> str | None:
     return None
 
 
-def _toaster_run(path: str, *flags, repeats: int = 1, pycache: str | None = None) -> tuple[float, str | None, str, float]:
+def _toaster_run(path: str, *flags, repeats: int = 1, pycache: str | None = None,
+                 jit_cache: str = "off") -> tuple[float, str | None, str, float]:
     """(median wall seconds, error or None, stdout, median CPU seconds) of `python -m
-    toaster.pipeline path --run` in a fresh process, after one untimed run when repeats > 1."""
+    toaster.pipeline path --run` in a fresh process, after one untimed run when repeats > 1
+    (which fills jit_cache, a directory or 'off')."""
     env = dict(os.environ)
+    env["TOASTER_JIT_CACHE"] = jit_cache
     if pycache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = pycache
     cmd = [sys.executable, "-m", "toaster.pipeline", path, "--backend", "llvm", "--run", "--output", "csv", *flags]
     walls, cpus = [], []
-    warm = 1 if repeats > 1 else 0
+    warm = 1 if repeats > 1 or jit_cache != "off" else 0      # a warm cache needs a run before
     for i in range(repeats + warm):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
@@ -151,36 +157,49 @@ def run_end_to_end(args, cfg) -> int:
         repeats = max(1, getattr(args, "repeats", 1) or 1)
         pycache = os.path.abspath(os.path.join(cfg.out, "pycache"))
         default_s, error, out, default_cpu = _toaster_run(path, repeats=repeats, pycache=pycache)
+        cached_s, error_cached, out_cached, cached_cpu = _toaster_run(
+            path, repeats=repeats, pycache=pycache, jit_cache=os.path.abspath(os.path.join(cfg.out, "jit-cache")))
         light_s, error_light, out_light, light_cpu = _toaster_run(path, "--opt-level", "1", repeats=repeats,
                                                                   pycache=pycache)
-        if error or error_light:
-            rows.append((q.name, None, None, None, error or error_light, None, None))
+        if error or error_light or error_cached:
+            rows.append((q.name, None, None, None, None, error or error_cached or error_light, None, None, None,
+                         None))
             continue
         if repeats > 1:
             duckdb_once(csv_dir, comp.oracle_sql, used)         # untimed: the files in the OS cache
         timed = [duckdb_once(csv_dir, comp.oracle_sql, used) for _ in range(repeats)]
-        duck_s, answers = statistics.median(t for t, _ in timed), timed[-1][1]
+        duck_s, answers = statistics.median(t[0] for t in timed), timed[-1][1]
+        duck_cpu = statistics.median(t[2] for t in timed)
         note = ""
         if len(answers) == 1:
-            wrong = same_answer(out, answers[0]) or same_answer(out_light, answers[0])
+            wrong = same_answer(out, answers[0]) or same_answer(out_cached, answers[0]) or \
+                same_answer(out_light, answers[0])
             note = f"WRONG: {wrong}" if wrong else "= DuckDB"
-        rows.append((q.name, default_s, light_s, duck_s, note, default_cpu, light_cpu))
+        rows.append((q.name, default_s, cached_s, light_s, duck_s, note, default_cpu, cached_cpu, light_cpu,
+                     duck_cpu))
     lines = [f"End to end, TPC-H SF {scale:g} CSV (insert-only), wall seconds including compile and reading "
-             f"the files (median of {max(1, getattr(args, 'repeats', 1) or 1)}, after a warm-up run if more than one; toaster's "
-             "CPU seconds, all threads, in parentheses); DuckDB single-threaded; load average "
+             f"the files (median of {max(1, getattr(args, 'repeats', 1) or 1)}, after a warm-up run if more than one; CPU "
+             "seconds, all threads, in parentheses, and the ratio of CPU seconds beside the ratio of wall seconds: the "
+             "steadier one on a shared machine); DuckDB single-threaded; load average "
              f"{os.getloadavg()[0]:.1f} at the end.", "",
-             "| query | toaster llvm --run (s) | ratio | with --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
-             "|---|---|---|---|---|---|---|"]
+             "| query | toaster llvm --run, cold JIT (s) | ratio | JIT cache warm (s) | ratio "
+             "| cold, --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(x, cpu=None):
         return "-" if x is None else f"{x:.2f}" + ("" if cpu is None else f" ({cpu:.2f} CPU)")
 
-    for name, ts, ls, ds, note, tc, lc in rows:
-        ratio = f"{ts / ds:.1f}x" if ts and ds else "-"
-        ratio_light = f"{ls / ds:.1f}x" if ls and ds else "-"
-        lines.append(f"| {name} | {fmt(ts, tc)} | {ratio} | {fmt(ls, lc)} | {ratio_light} | {fmt(ds)} | {note} |")
+    def ratio(x, d):
+        return f"{x / d:.1f}x" if x and d else "-"
+
+    def ratios(x, xc, d, dc):
+        return f"{ratio(x, d)} ({ratio(xc, dc)} CPU)"
+
+    for name, ts, cs, ls, ds, note, tc, cc, lc, dc in rows:
+        lines.append(f"| {name} | {fmt(ts, tc)} | {ratios(ts, tc, ds, dc)} | {fmt(cs, cc)} | {ratios(cs, cc, ds, dc)} | "
+                     f"{fmt(ls, lc)} | {ratios(ls, lc, ds, dc)} | {fmt(ds, dc)} | {note} |")
     report = "\n".join(lines) + "\n"
     with open(os.path.join(cfg.out, "end-to-end.md"), "w") as f:
         f.write(report)
     print(report)
-    return 0 if all(r[1] is not None and not r[4].startswith("WRONG") for r in rows) else 1
+    return 0 if all(r[1] is not None and not r[5].startswith("WRONG") for r in rows) else 1

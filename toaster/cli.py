@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), default=None,
                     help="with --backend llvm: LLVM optimization before the JIT: 0 none, 1 a light "
                          "pipeline (3-4x less compile time; slower scans), 2 LLVM's O2 (default), 3 O3")
+    ap.add_argument("--jit-cache", metavar="DIR|off", default=None,
+                    help="with --run --backend llvm: keep the JIT's machine code in DIR, keyed by the "
+                         "LLVM IR text, the opt level and the LLVM build, and load it instead of "
+                         "compiling again (default: $TOASTER_JIT_CACHE, else ~/.cache/toaster/jit; "
+                         "'off': always compile)")
     ap.add_argument("--stream-dir", action="append", default=[], metavar="REL=DIR",
                     help="with --run --backend spark: read stream REL from the CSV files arriving in DIR "
                          "(Spark Structured Streaming; repeatable) instead of its FROM FILE; needs "
@@ -210,6 +215,8 @@ def run(args) -> int:
     _check_stream_flags(args)
     if args.opt_level is not None and args.backend != "llvm":
         raise UsageError("--opt-level applies to --backend llvm only")
+    if args.jit_cache is not None and args.backend != "llvm":
+        raise UsageError("--jit-cache applies to --backend llvm only")
     if not args.stream_dir:
         _check_checkpoint_flags(args)
     backend = get_backend(args.backend)
@@ -404,6 +411,10 @@ def _run_engine(comp, args) -> None:
         reads = engine
     else:
         options = {} if args.opt_level is None else {"opt_level": args.opt_level}
+        if args.backend == "llvm":
+            cache = jit_cache_dir(args.jit_cache)
+            if cache is not None:
+                options["object_cache"] = cache
         engine, reads = _build_engine(comp, args.backend, ckpt_dir is None, **options)
     try:
         if ckpt_dir is not None:
@@ -462,8 +473,10 @@ def _run_engine(comp, args) -> None:
             sys.stdout.write(out if out.endswith("\n") else out + "\n")
         sys.stdout.flush()
         rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else "-"
+        cached = getattr(getattr(engine, "_ee", None), "toaster_from_cache", False)
         print(f"toaster: {events:,} events in {applied:,} batches, {seconds:.2f} s "
-              f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)", file=sys.stderr)
+              f"({rate}; {time.process_time() - cpu0:.2f} s CPU in this process)"
+              + ("; machine code from the JIT cache" if cached else ""), file=sys.stderr)
     finally:
         if read_ahead is not None:
             read_ahead.close()
@@ -473,6 +486,50 @@ def _run_engine(comp, args) -> None:
             engine.close()
         if spark_log is not None:
             shutil.rmtree(spark_log, ignore_errors=True)
+
+
+JIT_CACHE_ENV = "TOASTER_JIT_CACHE"
+JIT_CACHE_KEEP = 256        # objects kept (the newest); a TPC-H query's is 50-300 KB
+_OFF = ("off", "0", "no", "false", "none", "")
+
+
+def jit_cache_dir(flag: str | None) -> str | None:
+    """The directory of the llvm engine's machine-code cache (engine.compile_module's
+    object_cache), or None for no cache: --jit-cache, else $TOASTER_JIT_CACHE, else
+    $XDG_CACHE_HOME/toaster/jit (~/.cache/toaster/jit). Only a directory this user owns is
+    used (machine code others could write is never loaded); the oldest objects beyond
+    JIT_CACHE_KEEP are removed."""
+    value = flag if flag is not None else os.environ.get(JIT_CACHE_ENV)
+    if value is not None and value.strip().lower() in _OFF:
+        return None
+    if value is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        value = os.path.join(base, "toaster", "jit")
+    path = os.path.abspath(value)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            if flag is not None:
+                raise UsageError(f"--jit-cache {flag}: the directory must belong to you and not be "
+                                 "writable by others")
+            return None
+        _prune_jit_cache(path)
+    except OSError:
+        return None             # no cache: compiling is always correct
+    return path
+
+
+def _prune_jit_cache(path: str) -> None:
+    entries = [e for e in os.scandir(path) if e.name.endswith(".o")]
+    if len(entries) <= JIT_CACHE_KEEP:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime)
+    for e in entries[:len(entries) - JIT_CACHE_KEEP]:
+        try:
+            os.unlink(e.path)
+        except OSError:
+            pass
 
 
 class _EngineInBackground:

@@ -24,7 +24,7 @@ import pyarrow.csv as pacsv
 
 from toaster.errors import InputError
 from toaster.runtime.batch import Batch
-from toaster.runtime.chunked import BLOCK_SIZE, Rebatcher, byte_chunks
+from toaster.runtime.chunked import BLOCK_SIZE, Rebatcher, chunk_views, count_breaks
 from toaster.runtime.checks import days_to_yyyymmdd, yyyymmdd_ok
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
@@ -56,7 +56,9 @@ class _Layout:
         self.include = (["f0", "f1"] if deletions else []) + [f"f{self.lead + j}" for j in self.read] + \
             ([self.names[-1]] if trailing else [])
 
-    def read_csv(self, data, delim: str, types: dict, threads: bool = True):
+    def read_csv(self, data, delim: str, types: dict, threads: bool = True, empty_lines: bool = True):
+        """(table, whether a row was invalid). empty_lines False: an empty line is read as a
+        row of empty fields instead of skipped."""
         invalid = []
 
         def on_invalid(row):
@@ -66,10 +68,10 @@ class _Layout:
         # a copy); threads: Arrow's 1 MB blocks, parsed in parallel
         block = {} if threads else {"block_size": len(data) + 1}
         table = pacsv.read_csv(
-            pa.BufferReader(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=pacsv.ReadOptions(column_names=self.names, use_threads=threads, **block),
             parse_options=pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False,
-                                             newlines_in_values=False, ignore_empty_lines=True,
+                                             newlines_in_values=False, ignore_empty_lines=empty_lines,
                                              invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=self.include,
                                                  null_values=[], strings_can_be_null=False,
@@ -100,16 +102,19 @@ def read_csv_file(decl, path: str, delim: str, deletions: bool, batch_size: int 
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
     out = Rebatcher(batch_size)
     layout = None
+    line = 1                           # the file's line number of the chunk's first line
     with fh:
-        for data, first_line in byte_chunks(fh, block_size or BLOCK_SIZE):
+        for data in chunk_views(fh, block_size or BLOCK_SIZE):     # views of two reused buffers
             if layout is None:
                 layout = _layout_from_first_line(decl, data, delim, deletions, needed)
                 if layout is None:      # only empty lines so far
+                    line += count_breaks(data)
                     continue
-            good, error = _read_chunk(decl, layout, data, first_line, delim, path)
+            good, error, lines = _read_chunk(decl, layout, data, line, delim, path)
             yield from out.add(good)
             if error is not None:
                 raise error            # the rows pending in the bad line's batch are dropped
+            line += lines if lines is not None else count_breaks(data)
     yield from out.finish()
 
 
@@ -125,18 +130,30 @@ def _layout_from_first_line(decl, data: bytes, delim: str, deletions: bool, need
     return _Layout(decl, deletions, trailing, needed)
 
 
-def _read_chunk(decl, layout: _Layout, data: bytes, first_line: int, delim: str, path: str):
+def _read_chunk(decl, layout: _Layout, data, first_line: int, delim: str, path: str):
     """(Batch of the chunk's rows before its first bad line, or None; InputError for that line,
-    or None). first_line: the file's line number of the chunk's first line."""
+    or None; the chunk's line breaks when known without counting them, else None). data: a
+    bytes-like chunk; first_line: the file's line number of its first line."""
+    types = layout.types(fast=True)
+    # Arrow reads an empty line as a row of empty fields, which a number or date column
+    # rejects: with one of those, a chunk read without a bad row has no empty line, and its
+    # rows are its lines (no line count needed)
+    exact = any(t != pa.string() for t in types.values())
     try:
-        table, invalid = layout.read_csv(data, delim, layout.types(fast=True), USE_THREADS)
+        table, invalid = layout.read_csv(data, delim, types, USE_THREADS, empty_lines=not exact)
         if not invalid:
             columns, signs, seq, bad = _convert(layout, table, fast=True)
             if bad is None:
-                return _batch(decl, signs, columns, seq), None
+                return _batch(decl, signs, columns, seq), None, table.num_rows if exact else None
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         pass
     # checked path: the first bad line, if any, in file order
+    data = bytes(data)
+    return _checked_chunk(decl, layout, data, first_line, delim, path) + (None,)
+
+
+def _checked_chunk(decl, layout: _Layout, data: bytes, first_line: int, delim: str, path: str):
+    """_read_chunk's (batch, error) for a chunk the fast path rejected."""
     lines = Lines(data, first_line)
     if lines.count == 0:
         return None, None

@@ -26,19 +26,36 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
     """(chunk, 1-based number of its first line) for the whole file. Every chunk but the last
     ends with a line break (\\n, \\r or \\r\\n, never split); a line longer than block_size makes
     its chunk longer. Line numbers count every line, empty ones included (as Python's reader).
-    The file is read into one reused buffer and each chunk copied out of it once (fresh
-    buffers cost page faults comparable to Arrow's parse of a narrow projection)."""
+    Each chunk is a copy of chunk_views' view (which see)."""
+    line = 1
+    scratch = None
+    for view in chunk_views(fh, block_size):
+        chunk = bytes(view)
+        yield chunk, line
+        if scratch is None or len(scratch) < len(chunk):
+            scratch = np.empty(len(chunk), dtype=bool)
+        line += count_breaks(chunk, scratch)
+
+
+def chunk_views(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[memoryview]:
+    """The whole file as views of about block_size bytes, cut as byte_chunks cuts them, into
+    two read buffers used in turn (fresh buffers cost page faults comparable to Arrow's parse of
+    a narrow projection). A view is valid until the one after next is asked for; whatever the
+    consumer built on it (a pyarrow buffer, a numpy array) should be gone by then -- if it is
+    not, its buffer is left to it and reading goes on in a new one. Two buffers, because
+    Arrow's multi-threaded reader lets go of its input from its pool threads a moment after
+    read_csv returns."""
     if block_size < 1:
         raise ValueError("block_size must be positive")
     buf = bytearray(min(block_size, _bytes_left(fh) + 1))     # zero-filled: no larger than the file
-    scratch = np.empty(len(buf), dtype=bool)
-    line, have = 1, 0                  # have: bytes at the front of buf not yet in a chunk
+    have = 0                           # bytes at the front of buf not yet in a chunk
+    lent = None                        # (views, buffer) of the last chunk given out
     while True:
         with memoryview(buf) as view:
             n = fh.readinto(view[have:])
         if not n:
             if have:
-                yield _copy(buf, have), line
+                yield memoryview(buf)[:have]
             return
         end = have + n
         cut = _after_last_break(buf, end)
@@ -47,13 +64,29 @@ def byte_chunks(fh: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[tuple[by
             if end == len(buf):
                 buf.extend(bytes(len(buf)))
             continue
-        chunk = _copy(buf, cut)
-        yield chunk, line
-        if len(scratch) < len(chunk):
-            scratch = np.empty(len(chunk), dtype=bool)
-        line += count_breaks(chunk, scratch)
-        buf[:end - cut] = buf[cut:end]  # the partial last line moves to the front
-        have = end - cut
+        whole = memoryview(buf)
+        chunk = whole[:cut]
+        yield chunk
+        spare = _reclaim(lent)         # the chunk before this one's buffer, if no longer exported
+        lent = ((chunk, whole), buf)
+        if spare is None or len(spare) < len(buf):
+            spare = bytearray(len(buf))
+        spare[:end - cut] = buf[cut:end]     # the partial last line moves to the other buffer
+        buf, have = spare, end - cut
+
+
+def _reclaim(lent):
+    """The buffer of a chunk given out earlier, its views released; None if the consumer still
+    holds a view or something built on one."""
+    if lent is None:
+        return None
+    views, buf = lent
+    try:
+        for v in views:
+            v.release()
+    except BufferError:
+        return None
+    return buf
 
 
 def _bytes_left(fh) -> int:
@@ -64,11 +97,6 @@ def _bytes_left(fh) -> int:
         return 1 << 62
 
 
-def _copy(buf: bytearray, n: int) -> bytes:
-    with memoryview(buf) as view:
-        return bytes(view[:n])
-
-
 def _after_last_break(buf, end: int) -> int:
     """Index just after the last line break of buf[:end] that is surely complete (0 if none): a
     '\\r' as the very last byte may be the first half of '\\r\\n'."""
@@ -76,7 +104,10 @@ def _after_last_break(buf, end: int) -> int:
 
 
 def count_breaks(data: bytes, scratch: np.ndarray | None = None) -> int:
-    """Line breaks in data; scratch: a reused bool array of at least len(data) (no page faults)."""
+    """Line breaks in data (bytes-like); scratch: a reused bool array of at least len(data)
+    (no page faults)."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     if b"\r" not in data:              # the usual file: one pass (memchr finds no '\r' fast)
         raw = np.frombuffer(data, dtype=np.uint8)
         lf = np.equal(raw, 10, out=None if scratch is None else scratch[:len(raw)])
