@@ -283,12 +283,17 @@ def _order(fs: list) -> list:
     sideways binding passing, moving it before them would change what it means (a nested
     aggregate would sum over that variable instead of reading it)."""
     from toaster.calculus.ir import schema
-    from toaster.toposort import lexicographic_topological_order
+    import networkx as nx
     outs = [schema(f)[1] for f in fs]
     allv = [all_vars(f) for f in fs]
-    succ = [{j for j in range(i + 1, len(fs)) if outs[i] & (allv[j] - outs[j])} for i in range(len(fs))]
-    keys = [_sort_key(f) for f in fs]
-    return [fs[i] for i in lexicographic_topological_order(succ, key=keys.__getitem__)]
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(fs)))
+    for i in range(len(fs)):
+        for j in range(i + 1, len(fs)):
+            if outs[i] & (allv[j] - outs[j]):
+                g.add_edge(i, j)
+    keys = {i: _sort_key(f) for i, f in enumerate(fs)}
+    return [fs[i] for i in nx.lexicographical_topological_sort(g, key=lambda i: keys[i])]
 
 
 def _unifier(f, fs, keep) -> dict | None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from toaster.recursion import deep
 from collections import deque
 
+import networkx as nx
+
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
@@ -26,7 +28,6 @@ from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
 from toaster.errors import UnsupportedError
-from toaster.toposort import lexicographic_topological_order
 from toaster.types import FLOAT, INT
 
 
@@ -470,7 +471,8 @@ def order_statements(stmts) -> list:
     """Order statements so that incremental (+=) statements read every map before it is
     written (they add a delta to the old state), and re-evaluations (:=) read it after (they
     recompute from the new state)."""
-    succ: list[set] = [set() for _ in stmts]     # i -> statements that must come after i
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(stmts)))
     writers: dict = {}       # map -> the statements writing it (not every pair: 5,000-way ORs)
     for j, s in enumerate(stmts):
         writers.setdefault(s.target, []).append(j)
@@ -480,12 +482,13 @@ def order_statements(stmts) -> list:
                 continue
             for j in writers.get(name, ()):
                 if s.op == ":=":
-                    succ[j].add(i)
+                    g.add_edge(j, i)
                 else:
-                    succ[i].add(j)
-    order = lexicographic_topological_order(succ)
-    if order is None:
-        raise UnsupportedError("cyclic map dependencies inside one trigger")
+                    g.add_edge(i, j)
+    try:
+        order = list(nx.lexicographical_topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        raise UnsupportedError("cyclic map dependencies inside one trigger") from None
     return [stmts[i] for i in order]
 
 

@@ -10,6 +10,8 @@ the re-evaluation only scans small aggregated maps.
 """
 from __future__ import annotations
 
+import networkx as nx
+
 from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, schema,
                                  mk_prod, mk_sum, relations, Const)
 from toaster.calculus.simplify import simplify_monomials, subst
@@ -131,18 +133,11 @@ def _ordered(factors) -> list:
 
 def components(rels, known) -> list:
     """Connected components of relation atoms joined on variables not bound in `known`."""
-    root = list(range(len(rels)))         # union-find (networkx costs ~0.1 s of import)
-
-    def find(i):
-        while root[i] != i:
-            root[i] = root[root[i]]
-            i = root[i]
-        return i
+    g = nx.Graph()
     for i, r in enumerate(rels):
+        g.add_node(i)
         for j in range(i):
             if (set(r.vars) & set(rels[j].vars)) - known:
-                root[find(i)] = find(j)
-    comps: dict = {}
-    for i in range(len(rels)):
-        comps.setdefault(find(i), []).append(i)
-    return [[rels[i] for i in c] for c in sorted(comps.values(), key=lambda c: c[0])]
+                g.add_edge(i, j)
+    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    return [[rels[i] for i in c] for c in comps]
