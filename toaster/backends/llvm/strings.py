@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from toaster.calculus.functions import BUILTINS
 from toaster.errors import InputError
+from toaster.runtime.checks import canonical_string_column
 from toaster.runtime.string_codes import one_byte_codes
 from toaster.types import Type, FLOAT, STRING
 
@@ -253,6 +254,7 @@ COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many 
 
 SMALL_COLUMN = 64      # string columns up to this many rows are encoded without Arrow's hash
 ONE_BYTE_FROM = 512    # from this many rows, one-character columns are encoded from their bytes
+ROOT_SHIFT = 14        # StringPool.batch_ids encodes the columns batches are cut from 16,384 rows at a time
 PARENTS = 16           # parent columns whose ids StringPool keeps (_encode_slice)
 PARENT_DISTINCT = 4096  # ... when they hold at most this many distinct strings
 
@@ -277,6 +279,8 @@ class StringPool:
         self._byte_ids_at = -1        # ... valid while no collection happened since
         self._parents: dict = {}      # (buffers, ids) of columns that batches slice (_encode_slice)
         self._parents_at = -1         # ... valid while no collection happened since
+        self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
+        self._roots_at = 0            # ... valid while no collection happened since
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
@@ -295,12 +299,12 @@ class StringPool:
         """Live strings."""
         return len(self.ids)
 
-    def encode(self, col) -> np.ndarray:
+    def encode(self, col, reuse_parent: bool = True) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
         sequence of str). Arrow's C++ hash table dictionary-encodes the column; Python then
         works once per *distinct* string of the batch (a C-level map over dict.get, with
         interning of the new ones), and numpy maps the codes to ids. No Python per row."""
-        if col.__class__ is pa.StringArray and not col.null_count:
+        if reuse_parent and col.__class__ is pa.StringArray and not col.null_count:
             ids = self._encode_slice(col)
             if ids is not None:
                 return ids
@@ -328,6 +332,63 @@ class StringPool:
         if not pa.types.is_dictionary(col.type):
             col = col.dictionary_encode()
         return self._dictionary_ids(col.dictionary, col.indices.to_numpy(zero_copy_only=False))
+
+    def batch_ids(self, batch, j: int):
+        """(int64 ids array, start): ids[start:start + len(batch)] are the ids of the batch's
+        STRING column j; None when the column is not a canonical string column (the caller
+        checks it in full). A batch cut by Batch.slice reads the ids of the column it was cut
+        from (its `origin`), encoded ROOT_BLOCK rows at a time as batches reach them: per batch
+        a few dictionary and list lookups, no Arrow or numpy call."""
+        origin = batch.origin
+        if origin is not None:
+            root = origin[0].columns[j]
+            entry = self._roots.get(id(root)) if self._roots_at == self.collections else None
+            if entry is None or entry[0] is not root:
+                entry = self._root_entry(root)
+            if entry[1] is not None:
+                start = origin[1]
+                first, last = start >> ROOT_SHIFT, (start + len(batch.signs) - 1) >> ROOT_SHIFT
+                done = entry[3]
+                if not (done[first] and done[last] and (last - first < 2 or all(done[first:last + 1]))):
+                    self._encode_blocks(entry, first, last)
+                return entry[2], start
+        col = batch.columns[j]
+        if not canonical_string_column(col, len(batch.signs)):
+            return None
+        if col.__class__ is pa.ChunkedArray:
+            if col.num_chunks == 1:         # a slice of a file's column: no copy
+                col = col.chunk(0)
+            elif not pa.types.is_dictionary(col.type):
+                col = col.combine_chunks()      # one dictionary encoding, not one per chunk
+        ids = self.encode(col)
+        return (ids if ids.flags.c_contiguous else np.ascontiguousarray(ids)), 0
+
+    def _root_entry(self, root) -> list:
+        """[root, its canonical Array or None, ids (filled block by block), done flags per block]."""
+        if self._roots_at != self.collections:
+            self._roots.clear()
+            self._roots_at = self.collections
+        col = None
+        if root is not None and canonical_string_column(root, len(root)):
+            col = root         # a ChunkedArray stays one: its blocks are zero-copy slices
+        n = len(col) if col is not None else 0
+        entry = self._roots[id(root)] = [root, col, np.empty(n, np.int64),
+                                         bytearray(((n - 1) >> ROOT_SHIFT) + 1 if n else 0)]
+        if len(self._roots) > PARENTS:
+            del self._roots[next(iter(self._roots))]       # the oldest
+        return entry
+
+    def _encode_blocks(self, entry, first: int, last: int) -> None:
+        col, ids, done = entry[1], entry[2], entry[3]
+        for k in range(first, last + 1):
+            if not done[k]:
+                lo = k << ROOT_SHIFT
+                hi = min(len(col), lo + (1 << ROOT_SHIFT))
+                block = col.slice(lo, hi - lo)
+                if block.__class__ is pa.ChunkedArray and block.num_chunks == 1:
+                    block = block.chunk(0)
+                ids[lo:hi] = self.encode(block, reuse_parent=False)
+                done[k] = 1
 
     def _dictionary_ids(self, dictionary: pa.Array, codes: np.ndarray) -> np.ndarray:
         """Ids of the strings dictionary[codes] (Python once per distinct string)."""
