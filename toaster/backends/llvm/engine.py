@@ -202,6 +202,7 @@ class LLVMEngine(Engine):
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._native_feed = None if layout is None else NativeFeed(
             self, feed_relations, self._ee.get_global_value_address, addr)
+        self._zeros = np.zeros(1024, np.int64)     # the Python path's stand-in for unread columns
         self._clock = -1                # timing native calls: a clock id (time_native)
         self._py_native_ns = 0          # ... of the calls made by the Python path
         self._plans: dict = {}          # relation name -> _Feed
@@ -313,8 +314,8 @@ class LLVMEngine(Engine):
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type not in (STRING, BOOL)),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == STRING),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == BOOL),
-                # columns the native code never loads: any 8-byte-wide buffer will do
-                [_UNREAD_ADDRESS] * len(decl.columns),
+                # columns no trigger reads: n zero words (process_<REL> loads row i of each)
+                [None] * len(decl.columns),
                 bool(self._undo_on is not None and self.llvm_module.overflow_sites),
                 tuple((j, CANONICAL_DTYPES[c.type]) for j, c in enumerate(decl.columns)
                       if need[j] and c.type in CANONICAL_DTYPES),
@@ -333,7 +334,9 @@ class LLVMEngine(Engine):
             return
         cols = batch.columns
         n = len(batch.signs)
-        pointers = feed.pointers.copy()
+        if n > len(self._zeros):
+            self._zeros = np.zeros(2 * n, np.int64)
+        pointers = [self._zeros.ctypes.data] * feed.arity
         keep = []                       # converted arrays: alive until the native call returns
         for j in feed.numeric:
             a = cols[j]
@@ -518,6 +521,8 @@ class LLVMEngine(Engine):
         if getattr(self, "_open", False):
             self._open = False
             self._destroy()
+            if self._native_feed is not None:
+                self._native_feed.release()
 
     def __del__(self):
         try:
@@ -538,7 +543,7 @@ class _Feed:
         self.numeric = numeric          # positions of the INT/FLOAT/DATE columns read
         self.strings = strings          # ... STRING columns read (dictionary ids)
         self.bools = bools              # ... BOOL columns read (bytes)
-        self.pointers = pointers        # one address per column; unread columns' stand-in
+        self.pointers = pointers        # unused (the stand-in for unread columns is engine._zeros)
         self.logged = logged            # every batch runs with the undo log (checked integers)
         self.dtypes = dtypes            # (position, numpy dtype) of the numeric/BOOL columns read
         self.arity = arity              # columns of the relation
@@ -547,8 +552,6 @@ class _Feed:
 _INT8 = np.dtype(np.int8)
 
 
-_UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
-_UNREAD_ADDRESS = _UNREAD.ctypes.data
 
 
 _addressof = ctypes.addressof

@@ -126,8 +126,12 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     consts = ext_global("feed.consts", ir.ArrayType(I64, len(CONSTS)), ir.Constant(ir.ArrayType(I64, len(CONSTS)), None))
     clock = ext_global("feed.clock", I64, _i64(-1))
     ns = ext_global("feed.ns", I64, _i64(0))
-    unread = ext_global("feed.unread", ir.ArrayType(I64, 1), ir.Constant(ir.ArrayType(I64, 1), None))
-    unread.linkage = "internal"
+    # columns no trigger reads: process_<REL> still loads row i of every column (batch mode keys
+    # DELTA_<REL> by all of them), so they point at n zero words, grown as batches grow
+    zeros = ext_global("feed.zeros", PTR, ir.Constant(PTR, None))
+    zeros_cap = ext_global("feed.zeros_cap", I64, _i64(0))
+    calloc = ir.Function(m, ir.FunctionType(PTR, [I64, I64]), "calloc")
+    free = ir.Function(m, ir.FunctionType(VOID, [PTR]), "free")
     site = ext_global("overflow.site")
     errors = [ext_global(s) for s in error_symbols]
     if has_undo:
@@ -238,9 +242,15 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
             n = b.load(as_ptr(word(signs, layout.dims)), typ=I64)
             args = [n, as_ptr(word(signs, layout.data))]
             strings = {j: k for k, j in enumerate(r.strings)}
+            if not all(r.read):
+                with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
+                    b.call(free, [b.load(zeros, typ=PTR)])
+                    b.store(b.call(calloc, [n, _i64(8)]), zeros)
+                    b.store(n, zeros_cap)
+                unread = b.load(zeros, typ=PTR)
             for j, (t, read) in enumerate(zip(r.types, r.read)):
                 if not read:
-                    args.append(b.gep(unread, [_i64(0), _i64(0)], inbounds=True, source_etype=unread.value_type))
+                    args.append(unread)
                 elif t == STRING:
                     k = strings[j]
                     ids = as_ptr(slot(rec, 3 + 2 * k))
@@ -267,6 +277,13 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                 fail(i, FAILED)
     loop(run, "run")
     b.ret(_i64(0))
+
+    f = ir.Function(m, ir.FunctionType(VOID, []), "toaster.feed_release")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    b.call(free, [b.load(zeros, typ=PTR)])
+    b.store(ir.Constant(PTR, None), zeros)
+    b.store(_i64(0), zeros_cap)
+    b.ret_void()
 
     # the entry: inner, timed when feed.clock is set
     f = ir.Function(m, ir.FunctionType(I64, [I64, PTR]), "toaster.feed")
@@ -309,6 +326,7 @@ class NativeFeed:
         (ctypes.c_int64 * len(values)).from_address(address_of_global("feed.consts"))[:] = values
         self.clock = ctypes.c_int64.from_address(address_of_global("feed.clock"))
         self.ns = ctypes.c_int64.from_address(address_of_global("feed.ns"))
+        self.release = ctypes.CFUNCTYPE(None)(function_address("toaster.feed_release"))
         self._grow(4)
 
     def _grow(self, records: int) -> None:
