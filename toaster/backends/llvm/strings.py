@@ -325,7 +325,7 @@ class StringPool:
                 if ids is not None:
                     return ids
         if isinstance(col, pa.ChunkedArray):
-            parts = [self.encode(c) for c in col.chunks]
+            parts = [self.encode(c, reuse_parent) for c in col.chunks]
             return np.concatenate(parts) if parts else np.empty(0, np.int64)
         if not isinstance(col, pa.Array):
             col = pa.array(col, type=pa.string())
@@ -385,9 +385,10 @@ class StringPool:
                 lo = k << ROOT_SHIFT
                 hi = min(len(col), lo + (1 << ROOT_SHIFT))
                 block = col.slice(lo, hi - lo)
-                if block.__class__ is pa.ChunkedArray and block.num_chunks == 1:
-                    block = block.chunk(0)
-                ids[lo:hi] = self.encode(block, reuse_parent=False)
+                for part in block.chunks if block.__class__ is pa.ChunkedArray else (block,):
+                    # chunk by chunk, into place: no concatenation, small temporaries
+                    ids[lo:lo + len(part)] = self.encode(part, reuse_parent=False)
+                    lo += len(part)
                 done[k] = 1
 
     def _dictionary_ids(self, dictionary: pa.Array, codes: np.ndarray) -> np.ndarray:
