@@ -75,12 +75,12 @@ class Fed:
 @pytest.mark.parametrize("mode", ["batch", "tuple"])
 def test_sliced_reader_batches_run_natively_one_call_per_group(mode):
     fed = Fed(mode)
-    rs = roots(6000)
+    rs = roots(2000)
     fed.engine._pool.collect_min = 8      # string collections between batches
     try:
-        for start in range(0, 6000, 700):
-            fed.apply_many([rs["S"].slice(start, start + 700), rs["R"].slice(start, start + 700)])
-        assert fed.calls == len(range(0, 6000, 700)) and not any(fed.codes)
+        for start in range(0, 2000, 300):
+            fed.apply_many([rs["S"].slice(start, start + 300), rs["R"].slice(start, start + 300)])
+        assert fed.calls == len(range(0, 2000, 300)) and not any(fed.codes)
         assert fed.engine._pool.collections > 0
         fed.assert_matches_duckdb()
     finally:

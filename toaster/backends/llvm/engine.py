@@ -1,14 +1,16 @@
 """LLVMEngine: JIT-compiles an ImpProgram (via imp_to_llvm) and runs it natively.
 
-One native call per input batch: apply() turns the Batch into contiguous numpy columns
-(strings -> dictionary ids, vectorized through Arrow; columns no trigger reads are not
-converted at all: a stand-in address is passed), fills the string property tables for the new
-strings (strings.py) and calls process_<REL>. A stream batch from toaster's readers
-(`Batch.checked`) whose read columns are canonical already skips Engine's generic check: a few
-attribute tests per read column (`_fast_feed`), then the native call -- about 5 us of Python
-per batch of numeric columns instead of 20. A string column that slices a larger Arrow column
-(a batch cut from a file chunk) takes its ids as a view of the whole column's, encoded once
-(strings.py, `StringPool._encode_slice`). read_map() reads the native hash table memory back
+One native call per group of input batches: a reader's checked stream batches (`Batch.checked`)
+go to `toaster.feed` (feed.py), linked into the program's module, which checks their numpy
+columns itself (reading the array and tuple objects whose `id()`s Python puts in a reused slots
+array), switches the undo log on and off, runs process_<REL> per batch and tests for failures:
+per batch Python does a few lookups and slot stores (~2 us for a 1,000-row batch where the
+former path below took 6-25). String columns read by a trigger become dictionary ids in Python
+(strings.py): a batch cut by Batch.slice reads the ids of the column it was cut from, encoded
+16,384 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
+array, an Arrow numeric column, NULLs, a TABLE) takes the Python path: the generic check and
+conversion (Engine._checked), or for canonical columns `_fast_feed`, then `_run` computes the
+column addresses and calls process_<REL>. read_map() reads the native hash table memory back
 through the exported accessors.
 
 Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
@@ -314,8 +316,6 @@ class LLVMEngine(Engine):
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type not in (STRING, BOOL)),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == STRING),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == BOOL),
-                # columns no trigger reads: n zero words (process_<REL> loads row i of each)
-                [None] * len(decl.columns),
                 bool(self._undo_on is not None and self.llvm_module.overflow_sites),
                 tuple((j, CANONICAL_DTYPES[c.type]) for j, c in enumerate(decl.columns)
                       if need[j] and c.type in CANONICAL_DTYPES),
@@ -336,7 +336,7 @@ class LLVMEngine(Engine):
         n = len(batch.signs)
         if n > len(self._zeros):
             self._zeros = np.zeros(2 * n, np.int64)
-        pointers = [self._zeros.ctypes.data] * feed.arity
+        pointers = [self._zeros.ctypes.data] * feed.arity     # unread columns: n zero words
         keep = []                       # converted arrays: alive until the native call returns
         for j in feed.numeric:
             a = cols[j]
@@ -536,14 +536,13 @@ def _value(v, t):
 
 
 class _Feed:
-    __slots__ = ("process", "numeric", "strings", "bools", "pointers", "logged", "dtypes", "arity")
+    __slots__ = ("process", "numeric", "strings", "bools", "logged", "dtypes", "arity")
 
-    def __init__(self, process, numeric, strings, bools, pointers, logged, dtypes, arity):
+    def __init__(self, process, numeric, strings, bools, logged, dtypes, arity):
         self.process = process          # the relation's native entry point (None: not read)
         self.numeric = numeric          # positions of the INT/FLOAT/DATE columns read
         self.strings = strings          # ... STRING columns read (dictionary ids)
         self.bools = bools              # ... BOOL columns read (bytes)
-        self.pointers = pointers        # unused (the stand-in for unread columns is engine._zeros)
         self.logged = logged            # every batch runs with the undo log (checked integers)
         self.dtypes = dtypes            # (position, numpy dtype) of the numeric/BOOL columns read
         self.arity = arity              # columns of the relation

@@ -387,8 +387,10 @@ class StringPool:
                 block = col.slice(lo, hi - lo)
                 for part in block.chunks if block.__class__ is pa.ChunkedArray else (block,):
                     # chunk by chunk, into place: no concatenation, small temporaries
-                    ids[lo:lo + len(part)] = self.encode(part, reuse_parent=False)
-                    lo += len(part)
+                    m = len(part)
+                    if not (m and self._bytes_into(part, ids[lo:lo + m])):
+                        ids[lo:lo + m] = self.encode(part, reuse_parent=False)
+                    lo += m
                 done[k] = 1
 
     def _dictionary_ids(self, dictionary: pa.Array, codes: np.ndarray) -> np.ndarray:
@@ -420,6 +422,23 @@ class StringPool:
                 self._byte_ids[b] = self.intern(chr(b))
             ids = self._byte_ids.take(text)
         return ids
+
+    def _bytes_into(self, col, out: np.ndarray) -> bool:
+        """_encode_bytes of a one-character column written into `out`; False (out untouched)
+        when it is not one (the caller encodes it otherwise)."""
+        text = one_byte_codes(col, check_ascii=False) if col.__class__ is pa.StringArray else None
+        if text is None:
+            return False
+        if self._byte_ids is None or self._byte_ids_at != self.collections:
+            self._byte_ids = np.full(256, -1, dtype=np.int64)
+            self._byte_ids_at = self.collections
+        np.take(self._byte_ids, text, out=out)
+        if out.min() < 0:
+            ids = self._encode_bytes(text)
+            if ids is None:
+                return False
+            out[:] = ids
+        return True
 
     def _encode_slice(self, col: pa.StringArray) -> np.ndarray | None:
         """Ids of a slice of a string column, as a view of the ids of the whole array it slices
