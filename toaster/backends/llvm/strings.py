@@ -254,7 +254,8 @@ COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many 
 
 SMALL_COLUMN = 64      # string columns up to this many rows are encoded without Arrow's hash
 ONE_BYTE_FROM = 512    # from this many rows, one-character columns are encoded from their bytes
-ROOT_SHIFT = 14        # StringPool.batch_ids encodes the columns batches are cut from 16,384 rows at a time
+ROOT_SHIFT = 13        # StringPool.batch_ids encodes the columns batches are cut from 8,192 rows at a time
+ROOT_KEEP = 4          # ... and keeps the ids of this many such blocks per column
 PARENTS = 16           # parent columns whose ids StringPool keeps (_encode_slice)
 PARENT_DISTINCT = 4096  # ... when they hold at most this many distinct strings
 
@@ -337,8 +338,8 @@ class StringPool:
         """(int64 ids array, start): ids[start:start + len(batch)] are the ids of the batch's
         STRING column j; None when the column is not a canonical string column (the caller
         checks it in full). A batch cut by Batch.slice reads the ids of the column it was cut
-        from (its `origin`), encoded ROOT_BLOCK rows at a time as batches reach them: per batch
-        a few dictionary and list lookups, no Arrow or numpy call."""
+        from (its `origin`), encoded 2**ROOT_SHIFT rows at a time as batches reach them: per batch
+        a few lookups (and a concatenation when the batch spans blocks), no Arrow call."""
         origin = batch.origin
         if origin is not None:
             root = origin[0].columns[j]
@@ -348,10 +349,12 @@ class StringPool:
             if entry[1] is not None:
                 start = origin[1]
                 first, last = start >> ROOT_SHIFT, (start + len(batch.signs) - 1) >> ROOT_SHIFT
-                done = entry[3]
-                if not (done[first] and done[last] and (last - first < 2 or all(done[first:last + 1]))):
-                    self._encode_blocks(entry, first, last)
-                return entry[2], start
+                ids = entry[2].get(first)
+                if ids is None:
+                    ids = self._encode_block(entry, first)
+                if last > first:        # across blocks: their ids side by side (a small copy)
+                    ids = np.concatenate([ids] + [self._block(entry, k) for k in range(first + 1, last + 1)])
+                return ids, start - (first << ROOT_SHIFT)
         col = batch.columns[j]
         if not canonical_string_column(col, len(batch.signs)):
             return None
@@ -364,34 +367,39 @@ class StringPool:
         return (ids if ids.flags.c_contiguous else np.ascontiguousarray(ids)), 0
 
     def _root_entry(self, root) -> list:
-        """[root, its canonical Array or None, ids (filled block by block), done flags per block]."""
+        """[root, root if it is a canonical string column else None, {block: ids}]."""
         if self._roots_at != self.collections:
             self._roots.clear()
             self._roots_at = self.collections
-        col = None
-        if root is not None and canonical_string_column(root, len(root)):
-            col = root         # a ChunkedArray stays one: its blocks are zero-copy slices
-        n = len(col) if col is not None else 0
-        entry = self._roots[id(root)] = [root, col, np.empty(n, np.int64),
-                                         bytearray(((n - 1) >> ROOT_SHIFT) + 1 if n else 0)]
+        col = root if root is not None and canonical_string_column(root, len(root)) else None
+        entry = self._roots[id(root)] = [root, col, {}]
         if len(self._roots) > PARENTS:
             del self._roots[next(iter(self._roots))]       # the oldest
         return entry
 
-    def _encode_blocks(self, entry, first: int, last: int) -> None:
-        col, ids, done = entry[1], entry[2], entry[3]
-        for k in range(first, last + 1):
-            if not done[k]:
-                lo = k << ROOT_SHIFT
-                hi = min(len(col), lo + (1 << ROOT_SHIFT))
-                block = col.slice(lo, hi - lo)
-                for part in block.chunks if block.__class__ is pa.ChunkedArray else (block,):
-                    # chunk by chunk, into place: no concatenation, small temporaries
-                    m = len(part)
-                    if not (m and self._bytes_into(part, ids[lo:lo + m])):
-                        ids[lo:lo + m] = self.encode(part, reuse_parent=False)
-                    lo += m
-                done[k] = 1
+    def _block(self, entry, k: int) -> np.ndarray:
+        ids = entry[2].get(k)
+        return self._encode_block(entry, k) if ids is None else ids
+
+    def _encode_block(self, entry, k: int) -> np.ndarray:
+        """The ids of rows [k, k + 1) * 2**ROOT_SHIFT of the root; the last ROOT_KEEP blocks are
+        kept (batches move forward: their memory is recycled, where one array of the root's
+        length took a page fault per 512 rows on first touch)."""
+        col, blocks = entry[1], entry[2]
+        lo = k << ROOT_SHIFT
+        block = col.slice(lo, min(len(col) - lo, 1 << ROOT_SHIFT))
+        ids = np.empty(len(block), np.int64)
+        at = 0
+        for part in block.chunks if block.__class__ is pa.ChunkedArray else (block,):
+            # chunk by chunk, into place: no concatenation, small temporaries
+            m = len(part)
+            if not (m and self._bytes_into(part, ids[at:at + m])):
+                ids[at:at + m] = self.encode(part, reuse_parent=False)
+            at += m
+        blocks[k] = ids
+        if len(blocks) > ROOT_KEEP:
+            del blocks[next(iter(blocks))]
+        return ids
 
     def _dictionary_ids(self, dictionary: pa.Array, codes: np.ndarray) -> np.ndarray:
         """Ids of the strings dictionary[codes] (Python once per distinct string)."""
