@@ -7,7 +7,7 @@ array), switches the undo log on and off, runs process_<REL> per batch and tests
 per batch Python does a few lookups and slot stores (~2 us for a 1,000-row batch where the
 former path below took 6-25). String columns read by a trigger become dictionary ids in Python
 (strings.py): a batch cut by Batch.slice reads the ids of the column it was cut from, encoded
-16,384 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
+8,192 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
 array, an Arrow numeric column, NULLs, a TABLE) takes the Python path: the generic check and
 conversion (Engine._checked), or for canonical columns `_fast_feed`, then `_run` computes the
 column addresses and calls process_<REL>. read_map() reads the native hash table memory back
