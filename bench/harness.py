@@ -300,8 +300,7 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
     queries = list(comp.queries)
     for b in tables:
         engine.apply(b)
-    if native is not None:
-        native[0] = 0.0          # table loads are untimed
+    native0 = native() if native is not None else 0.0     # table loads are untimed
     bar = held["bar"] = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}",
                                   progress)
     res.maint_s = 0.0
@@ -331,7 +330,7 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
             break
     res.peak_mb = peak_memory_mb(mem0)
     if native is not None:
-        res.native_s = native[0]
+        res.native_s = native() - native0
     if timed_batches:
         res.spark_jobs, res.spark_stages = jobs / timed_batches, stages / timed_batches
     return engine.results(), queries
@@ -343,27 +342,15 @@ def _spark_context(engine):
     return sc if sc is not None and hasattr(sc, "statusTracker") else None
 
 
-def _time_native_calls(engine) -> list | None:
-    """Wrap the llvm engine's per-relation native entry points (its `_process` table) with a
-    timer; returns the one-element list the seconds accumulate in (None for other engines).
-    The caller zeroes it after loading tables, so only stream batches count."""
-    table = getattr(engine, "_process", None)
-    if not isinstance(table, dict):
+def _time_native_calls(engine) -> Callable | None:
+    """For an llvm engine, a function giving the seconds spent in its native trigger code so far
+    (the engine's native entry times itself with perf_counter's clock, CLOCK_MONOTONIC: no
+    Python wrapper whose own cost would count on either side); None for other engines."""
+    start = getattr(engine, "time_native", None)
+    if start is None:
         return None
-    acc = [0.0]
-
-    def timed(fn):
-        def call(*args):
-            t = time.perf_counter()
-            try:
-                return fn(*args)
-            finally:
-                acc[0] += time.perf_counter() - t
-        return call
-
-    for rel, fn in list(table.items()):
-        table[rel] = timed(fn)
-    return acc
+    start(time.CLOCK_MONOTONIC)
+    return engine.native_seconds
 
 
 def concat_batches(groups: list) -> list[Batch]:

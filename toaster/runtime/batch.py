@@ -1,7 +1,7 @@
 """Columnar batches of updates for one relation."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,17 @@ class Batch:
     # True when a toaster reader built the columns canonical and checked every value (CSV via
     # Arrow, orderbook): Engine.apply then checks dtypes and lengths only, O(columns) not O(rows)
     checked: bool = False
+    # (root Batch, first row) when Batch.slice cut this batch from a larger one: engines reuse
+    # what they computed once for the root's columns (string ids). Not pickled.
+    origin: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["origin"] = None          # a slice pickles its own rows, not its root's
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     def __len__(self) -> int:
         return len(self.signs)
@@ -57,9 +68,14 @@ class Batch:
         return Batch(relation, s, cols)
 
     def slice(self, start: int, stop: int) -> "Batch":
-        return Batch(self.relation, self.signs[start:stop],
-                     tuple(None if c is None else c[start:stop] for c in self.columns),
-                     None if self.seq is None else self.seq[start:stop], self.checked)
+        start, stop, _ = slice(start, stop).indices(len(self.signs))
+        stop = max(start, stop)
+        out = Batch(self.relation, self.signs[start:stop],
+                    tuple(None if c is None else c[start:stop] for c in self.columns),
+                    None if self.seq is None else self.seq[start:stop], self.checked)
+        root, first = self.origin if self.origin is not None else (self, 0)
+        object.__setattr__(out, "origin", (root, first + start))
+        return out
 
     def take(self, indices) -> "Batch":
         idx = np.asarray(indices, dtype=np.int64)

@@ -1,14 +1,16 @@
 """LLVMEngine: JIT-compiles an ImpProgram (via imp_to_llvm) and runs it natively.
 
-One native call per input batch: apply() turns the Batch into contiguous numpy columns
-(strings -> dictionary ids, vectorized through Arrow; columns no trigger reads are not
-converted at all: a stand-in address is passed), fills the string property tables for the new
-strings (strings.py) and calls process_<REL>. A stream batch from toaster's readers
-(`Batch.checked`) whose read columns are canonical already skips Engine's generic check: a few
-attribute tests per read column (`_fast_feed`), then the native call -- about 5 us of Python
-per batch of numeric columns instead of 20. A string column that slices a larger Arrow column
-(a batch cut from a file chunk) takes its ids as a view of the whole column's, encoded once
-(strings.py, `StringPool._encode_slice`). read_map() reads the native hash table memory back
+One native call per group of input batches: a reader's checked stream batches (`Batch.checked`)
+go to `toaster.feed` (feed.py), linked into the program's module, which checks their numpy
+columns itself (reading the array and tuple objects whose `id()`s Python puts in a reused slots
+array), switches the undo log on and off, runs process_<REL> per batch and tests for failures:
+per batch Python does a few lookups and slot stores (~2 us for a 1,000-row batch where the
+former path below took 6-25). String columns read by a trigger become dictionary ids in Python
+(strings.py): a batch cut by Batch.slice reads the ids of the column it was cut from, encoded
+8,192 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
+array, an Arrow numeric column, NULLs, a TABLE) takes the Python path: the generic check and
+conversion (Engine._checked), or for canonical columns `_fast_feed`, then `_run` computes the
+column addresses and calls process_<REL>. read_map() reads the native hash table memory back
 through the exported accessors.
 
 Batches are atomic: when a trigger can fail on a string (a fallible string table, strings.py) and
@@ -34,6 +36,7 @@ collection, the strings no map key holds any more are freed (StringPool.collect)
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +53,7 @@ from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
 from toaster.backends.llvm.strings import StringPool
+from toaster.backends.llvm.feed import EXTERNAL as FEED_EXTERNAL, FeedRelation, NativeFeed, build_feed_ir, probe_layout
 
 _initialized = False
 
@@ -62,7 +66,7 @@ def _init_llvm():
     llvm.initialize_native_asmprinter()
     libc = ctypes.CDLL(None)
     # the generated code calls these libc functions; bind them explicitly
-    for name in Runtime.NAMES:
+    for name in Runtime.NAMES + FEED_EXTERNAL:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
     _initialized = True
 
@@ -76,25 +80,30 @@ LIGHT_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg",
 OPT_LEVELS = (0, 1, 2, 3)
 
 
-def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = None):
+def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = None, extra_ir: tuple = ()):
     """Parse, verify, optimize and JIT an LLVM IR text. Returns (execution engine, module, target
     machine). opt_level: 0 no IR passes, 1 LIGHT_PASSES, 2 and 3 LLVM's O2 / O3 pipelines.
 
     object_cache: a directory of machine code keyed by the IR text, the options and the LLVM
     build (MCJIT's object cache): a process that finds the text's object there loads it instead
-    of optimizing and compiling again (the Spark executors' processes share one per machine)."""
+    of optimizing and compiling again (the Spark executors' processes share one per machine).
+    extra_ir: more IR texts linked into the module before it is optimized (feed.py's entry)."""
     if opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of {OPT_LEVELS}, not {opt_level!r}")
     _init_llvm()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
+    for text in extra_ir:
+        extra = llvm.parse_assembly(text)
+        extra.verify()
+        mod.link_in(extra)
     cached = None
     if object_cache is not None:
         import hashlib
         import llvmlite
         import os
         key = hashlib.sha256(f"{llvmlite.__version__}|{llvm.llvm_version_info}|{llvm.get_process_triple()}|"
-                             f"{opt_level}|".encode() + ir_text.encode()).hexdigest()
+                             f"{opt_level}|".encode() + ir_text.encode() + "".join(extra_ir).encode()).hexdigest()
         cache_path = os.path.join(object_cache, f"{key}.o")
         try:
             with open(cache_path, "rb") as f:
@@ -103,7 +112,7 @@ def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = 
             cached = None
     # an unresolved symbol would abort the process inside the JIT: refuse it here
     for f in mod.functions:
-        if f.is_declaration and f.name not in Runtime.NAMES and not f.name.startswith("llvm."):
+        if f.is_declaration and f.name not in Runtime.NAMES + FEED_EXTERNAL and not f.name.startswith("llvm."):
             raise RuntimeError(f"generated LLVM IR calls an unknown external function {f.name!r}")
     target = llvm.Target.from_triple(llvm.get_process_triple())
     tm = target.create_target_machine(opt=opt_level)
@@ -150,8 +159,18 @@ class LLVMEngine(Engine):
         super().__init__(prog.relations, prog.queries)
         self.program = prog
         self.llvm_module = module
+        self._reads = ProgramReads(prog)
+        layout = probe_layout()
+        feed_relations = [FeedRelation(k, module.entry_points[r.name], tuple(r.types),
+                                       self._reads.columns_needed(r.name))
+                          for k, r in enumerate(prog.relations) if r.name in module.entry_points]
+        self._always_logged = bool(module.has_undo_log and module.overflow_sites)
+        extra = () if layout is None else (build_feed_ir(
+            feed_relations, self._always_logged, module.has_undo_log,
+            [t.symbol + ".error" for t in module.string_tables if not t.total], layout,
+            llvm.get_process_triple()),)
         # the execution engine must outlive every function pointer taken from it
-        self._ee, self._mod, self._tm = compile_module(module.ir_text, opt_level, object_cache)
+        self._ee, self._mod, self._tm = compile_module(module.ir_text, opt_level, object_cache, extra)
         self.optimized_ir = str(self._mod)
         addr = self._ee.get_function_address
         self._process = {}
@@ -183,12 +202,14 @@ class LLVMEngine(Engine):
         self._pool.check_errors()
         if self._overflow_site.value >= 0:      # ON SYSTEM READY's initial values
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
-        self._reads = ProgramReads(prog)
+        self._native_feed = None if layout is None else NativeFeed(
+            self, feed_relations, self._ee.get_global_value_address, addr)
+        self._zeros = np.zeros(1024, np.int64)     # the Python path's stand-in for unread columns
+        self._clock = -1                # timing native calls: a clock id (time_native)
+        self._py_native_ns = 0          # ... of the calls made by the Python path
         self._plans: dict = {}          # relation name -> _Feed
         self._fast: dict = {}           # batch.relation as given -> _Feed (stream relations only)
         self._open = True
-        for decl in prog.relations:     # which columns the triggers read: found now (a few ms
-            self._reads.columns_needed(decl.name)   # of Python), not inside the first batch's apply
 
     # ---------------------------------------------------------------- input
     def relations_needed(self) -> frozenset:
@@ -199,6 +220,10 @@ class LLVMEngine(Engine):
 
     # ---------------------------------------------------------- fast path
     def apply(self, batch: Batch) -> None:
+        nf = self._native_feed
+        if nf is not None and self._open and nf.run((batch,)):
+            self._after_feed()
+            return
         feed = self._fast_feed(batch)
         if feed is None:              # anything unusual: the generic checks and conversions
             return super().apply(batch)
@@ -206,7 +231,12 @@ class LLVMEngine(Engine):
         self._streamed = True
 
     def apply_many(self, batches) -> None:
-        batches = list(batches)
+        if batches.__class__ is not list:
+            batches = list(batches)
+        nf = self._native_feed
+        if nf is not None and self._open and batches and nf.run(batches):
+            self._after_feed()
+            return
         feeds = [self._fast_feed(b) for b in batches]
         if None in feeds:
             return super().apply_many(batches)
@@ -218,6 +248,36 @@ class LLVMEngine(Engine):
     def _apply_many(self, batches: list) -> None:
         for b in batches:             # checked by apply_many already
             self._run(self._feed(self._decl(b.relation)), b)
+
+    def _after_feed(self) -> None:
+        self._streamed = True
+        pool = self._pool
+        if len(pool.ids) >= pool.collect_min:
+            pool.maybe_collect(self._string_keys)
+
+    def _native_failure(self, logged: bool, index: int) -> None:
+        """Raise what made batch `index` of a toaster.feed call fail (rolled back if logged)."""
+        failure = self._pool.take_error() if self._pool._fallible else None
+        site = self._overflow_site.value
+        if site >= 0:
+            self._overflow_site.value = -1
+            raise overflow_error(self.llvm_module.overflow_sites[site], self.queries, self.program)
+        if not logged:     # cannot happen: an error needs a failing live string
+            raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "
+                             "not reliable any more")
+        raise InputError(f"{failure}; the batch was rejected, the views are unchanged")
+
+    # ---------------------------------------------------------- timing
+    def time_native(self, clock: int | None) -> None:
+        """Accumulate the time spent in native trigger code by `clock` (a time.CLOCK_* id;
+        None: stop); native_seconds() reads it."""
+        self._clock = -1 if clock is None else int(clock)
+        if self._native_feed is not None:
+            self._native_feed.clock.value = self._clock
+
+    def native_seconds(self) -> float:
+        ns = self._py_native_ns + (self._native_feed.ns.value if self._native_feed is not None else 0)
+        return ns / 1e9
 
     def _fast_feed(self, batch):
         """The relation's feed if `batch` is a reader-checked stream batch whose columns the
@@ -256,8 +316,6 @@ class LLVMEngine(Engine):
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type not in (STRING, BOOL)),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == STRING),
                 tuple(j for j, c in enumerate(decl.columns) if need[j] and c.type == BOOL),
-                # columns the native code never loads: any 8-byte-wide buffer will do
-                [_UNREAD_ADDRESS] * len(decl.columns),
                 bool(self._undo_on is not None and self.llvm_module.overflow_sites),
                 tuple((j, CANONICAL_DTYPES[c.type]) for j, c in enumerate(decl.columns)
                       if need[j] and c.type in CANONICAL_DTYPES),
@@ -276,7 +334,9 @@ class LLVMEngine(Engine):
             return
         cols = batch.columns
         n = len(batch.signs)
-        pointers = feed.pointers.copy()
+        if n > len(self._zeros):
+            self._zeros = np.zeros(2 * n, np.int64)
+        pointers = [self._zeros.ctypes.data] * feed.arity     # unread columns: n zero words
         keep = []                       # converted arrays: alive until the native call returns
         for j in feed.numeric:
             a = cols[j]
@@ -310,7 +370,12 @@ class LLVMEngine(Engine):
         logged = feed.logged or (self._undo_on is not None and pool.may_fail())
         if logged:
             self._undo_on.value = 1
-        feed.process(n, _address(signs), *pointers)
+        if self._clock >= 0:
+            t0 = time.clock_gettime_ns(self._clock)
+            feed.process(n, _address(signs), *pointers)
+            self._py_native_ns += time.clock_gettime_ns(self._clock) - t0
+        else:
+            feed.process(n, _address(signs), *pointers)
         failure = pool.take_error() if pool._fallible else None
         site = self._overflow_site.value
         if logged:
@@ -456,6 +521,8 @@ class LLVMEngine(Engine):
         if getattr(self, "_open", False):
             self._open = False
             self._destroy()
+            if self._native_feed is not None:
+                self._native_feed.release()
 
     def __del__(self):
         try:
@@ -469,14 +536,13 @@ def _value(v, t):
 
 
 class _Feed:
-    __slots__ = ("process", "numeric", "strings", "bools", "pointers", "logged", "dtypes", "arity")
+    __slots__ = ("process", "numeric", "strings", "bools", "logged", "dtypes", "arity")
 
-    def __init__(self, process, numeric, strings, bools, pointers, logged, dtypes, arity):
+    def __init__(self, process, numeric, strings, bools, logged, dtypes, arity):
         self.process = process          # the relation's native entry point (None: not read)
         self.numeric = numeric          # positions of the INT/FLOAT/DATE columns read
         self.strings = strings          # ... STRING columns read (dictionary ids)
         self.bools = bools              # ... BOOL columns read (bytes)
-        self.pointers = pointers        # one address per column; unread columns' stand-in
         self.logged = logged            # every batch runs with the undo log (checked integers)
         self.dtypes = dtypes            # (position, numpy dtype) of the numeric/BOOL columns read
         self.arity = arity              # columns of the relation
@@ -485,8 +551,6 @@ class _Feed:
 _INT8 = np.dtype(np.int8)
 
 
-_UNREAD = np.zeros(1, dtype=np.int64)    # never loaded by native code (columns no trigger reads)
-_UNREAD_ADDRESS = _UNREAD.ctypes.data
 
 
 _addressof = ctypes.addressof

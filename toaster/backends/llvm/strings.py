@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from toaster.calculus.functions import BUILTINS
 from toaster.errors import InputError
+from toaster.runtime.checks import canonical_string_column
 from toaster.runtime.string_codes import one_byte_codes
 from toaster.types import Type, FLOAT, STRING
 
@@ -253,6 +254,8 @@ COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many 
 
 SMALL_COLUMN = 64      # string columns up to this many rows are encoded without Arrow's hash
 ONE_BYTE_FROM = 512    # from this many rows, one-character columns are encoded from their bytes
+ROOT_SHIFT = 13        # StringPool.batch_ids encodes the columns batches are cut from 8,192 rows at a time
+ROOT_KEEP = 4          # ... and keeps the ids of this many such blocks per column
 PARENTS = 16           # parent columns whose ids StringPool keeps (_encode_slice)
 PARENT_DISTINCT = 4096  # ... when they hold at most this many distinct strings
 
@@ -277,6 +280,8 @@ class StringPool:
         self._byte_ids_at = -1        # ... valid while no collection happened since
         self._parents: dict = {}      # (buffers, ids) of columns that batches slice (_encode_slice)
         self._parents_at = -1         # ... valid while no collection happened since
+        self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
+        self._roots_at = 0            # ... valid while no collection happened since
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
@@ -295,12 +300,12 @@ class StringPool:
         """Live strings."""
         return len(self.ids)
 
-    def encode(self, col) -> np.ndarray:
+    def encode(self, col, reuse_parent: bool = True) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
         sequence of str). Arrow's C++ hash table dictionary-encodes the column; Python then
         works once per *distinct* string of the batch (a C-level map over dict.get, with
         interning of the new ones), and numpy maps the codes to ids. No Python per row."""
-        if col.__class__ is pa.StringArray and not col.null_count:
+        if reuse_parent and col.__class__ is pa.StringArray and not col.null_count:
             ids = self._encode_slice(col)
             if ids is not None:
                 return ids
@@ -321,13 +326,80 @@ class StringPool:
                 if ids is not None:
                     return ids
         if isinstance(col, pa.ChunkedArray):
-            parts = [self.encode(c) for c in col.chunks]
+            parts = [self.encode(c, reuse_parent) for c in col.chunks]
             return np.concatenate(parts) if parts else np.empty(0, np.int64)
         if not isinstance(col, pa.Array):
             col = pa.array(col, type=pa.string())
         if not pa.types.is_dictionary(col.type):
             col = col.dictionary_encode()
         return self._dictionary_ids(col.dictionary, col.indices.to_numpy(zero_copy_only=False))
+
+    def batch_ids(self, batch, j: int):
+        """(int64 ids array, start): ids[start:start + len(batch)] are the ids of the batch's
+        STRING column j; None when the column is not a canonical string column (the caller
+        checks it in full). A batch cut by Batch.slice reads the ids of the column it was cut
+        from (its `origin`), encoded 2**ROOT_SHIFT rows at a time as batches reach them: per batch
+        a few lookups (and a concatenation when the batch spans blocks), no Arrow call."""
+        origin = batch.origin
+        if origin is not None:
+            root = origin[0].columns[j]
+            entry = self._roots.get(id(root)) if self._roots_at == self.collections else None
+            if entry is None or entry[0] is not root:
+                entry = self._root_entry(root)
+            if entry[1] is not None:
+                start = origin[1]
+                first, last = start >> ROOT_SHIFT, (start + len(batch.signs) - 1) >> ROOT_SHIFT
+                ids = entry[2].get(first)
+                if ids is None:
+                    ids = self._encode_block(entry, first)
+                if last > first:        # across blocks: their ids side by side (a small copy)
+                    ids = np.concatenate([ids] + [self._block(entry, k) for k in range(first + 1, last + 1)])
+                return ids, start - (first << ROOT_SHIFT)
+        col = batch.columns[j]
+        if not canonical_string_column(col, len(batch.signs)):
+            return None
+        if col.__class__ is pa.ChunkedArray:
+            if col.num_chunks == 1:         # a slice of a file's column: no copy
+                col = col.chunk(0)
+            elif not pa.types.is_dictionary(col.type):
+                col = col.combine_chunks()      # one dictionary encoding, not one per chunk
+        ids = self.encode(col)
+        return (ids if ids.flags.c_contiguous else np.ascontiguousarray(ids)), 0
+
+    def _root_entry(self, root) -> list:
+        """[root, root if it is a canonical string column else None, {block: ids}]."""
+        if self._roots_at != self.collections:
+            self._roots.clear()
+            self._roots_at = self.collections
+        col = root if root is not None and canonical_string_column(root, len(root)) else None
+        entry = self._roots[id(root)] = [root, col, {}]
+        if len(self._roots) > PARENTS:
+            del self._roots[next(iter(self._roots))]       # the oldest
+        return entry
+
+    def _block(self, entry, k: int) -> np.ndarray:
+        ids = entry[2].get(k)
+        return self._encode_block(entry, k) if ids is None else ids
+
+    def _encode_block(self, entry, k: int) -> np.ndarray:
+        """The ids of rows [k, k + 1) * 2**ROOT_SHIFT of the root; the last ROOT_KEEP blocks are
+        kept (batches move forward: their memory is recycled, where one array of the root's
+        length took a page fault per 512 rows on first touch)."""
+        col, blocks = entry[1], entry[2]
+        lo = k << ROOT_SHIFT
+        block = col.slice(lo, min(len(col) - lo, 1 << ROOT_SHIFT))
+        ids = np.empty(len(block), np.int64)
+        at = 0
+        for part in block.chunks if block.__class__ is pa.ChunkedArray else (block,):
+            # chunk by chunk, into place: no concatenation, small temporaries
+            m = len(part)
+            if not (m and self._bytes_into(part, ids[at:at + m])):
+                ids[at:at + m] = self.encode(part, reuse_parent=False)
+            at += m
+        blocks[k] = ids
+        if len(blocks) > ROOT_KEEP:
+            del blocks[next(iter(blocks))]
+        return ids
 
     def _dictionary_ids(self, dictionary: pa.Array, codes: np.ndarray) -> np.ndarray:
         """Ids of the strings dictionary[codes] (Python once per distinct string)."""
@@ -358,6 +430,23 @@ class StringPool:
                 self._byte_ids[b] = self.intern(chr(b))
             ids = self._byte_ids.take(text)
         return ids
+
+    def _bytes_into(self, col, out: np.ndarray) -> bool:
+        """_encode_bytes of a one-character column written into `out`; False (out untouched)
+        when it is not one (the caller encodes it otherwise)."""
+        text = one_byte_codes(col, check_ascii=False) if col.__class__ is pa.StringArray else None
+        if text is None:
+            return False
+        if self._byte_ids is None or self._byte_ids_at != self.collections:
+            self._byte_ids = np.full(256, -1, dtype=np.int64)
+            self._byte_ids_at = self.collections
+        np.take(self._byte_ids, text, out=out)
+        if out.min() < 0:
+            ids = self._encode_bytes(text)
+            if ids is None:
+                return False
+            out[:] = ids
+        return True
 
     def _encode_slice(self, col: pa.StringArray) -> np.ndarray | None:
         """Ids of a slice of a string column, as a view of the ids of the whole array it slices

@@ -1,0 +1,390 @@
+"""The llvm engine's batch entry point `toaster.feed`: one native call per group of batches (one
+step of a stream: a Batch per relation), with the per-batch fixed work that Python did before
+(column addresses, dtype/length checks, the undo log's switch and trim, the failure test) done
+natively, so that Python's share of a 1,000-row batch is a few dictionary lookups and slot
+stores plus one ctypes call (about 1-2 us) instead of 6-25 us.
+
+The caller passes CPython object addresses (`id()`), not data addresses: the native code reads the
+numpy arrays' and the columns tuple's fields itself (`ObjectLayout`: offsets of CPython's tuple and
+numpy's PyArrayObject, both part of their C ABIs, verified on live objects before the engine uses
+them; `probe_layout` returns None on any other layout and the engine keeps its Python path). A
+column is taken only when it is exactly a numpy.ndarray with the canonical dtype object, one
+dimension of the batch's length, C-contiguous and aligned; anything else makes the call return
+"not canonical" before any batch of the group ran, and the engine checks and converts in Python.
+
+    i64 toaster.feed(i64 count, i64* slots)
+slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
+a fallible string table); slots[1]: unused. Then `count` records of `width` words:
+    relation index, id(signs), id(columns), then per STRING column read: id(int64 ids array), start
+Returns 0 (all ran), or (i << 2) | 1 (batch i is not canonical; no batch ran), or (i << 2) | 2
+(batch i failed natively -- an integer overflow or a failing string function -- and was rolled
+back when the log was on; the batches before it ran).
+
+`feed.clock` (-1: off) is a clock id for clock_gettime; when set, each call adds its duration in
+nanoseconds to `feed.ns` (the native share of apply time that bench reports).
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from toaster.types import BOOL, FLOAT, STRING
+
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+HEADER = 2                       # slots before the first record
+NOT_CANONICAL, FAILED = 1, 2
+# feed.consts: addresses of the type and dtype objects the checks compare with (filled by the engine)
+CONSTS = ("ndarray", "tuple", "int8", "int64", "float64", "bool")
+NPY_C_CONTIGUOUS_ALIGNED = 0x0001 | 0x0100
+EXTERNAL = ("clock_gettime",)    # libc symbols the module calls
+
+
+@dataclass(frozen=True)
+class ObjectLayout:
+    """Byte offsets in CPython objects: ob_type; a tuple's ob_size and first item; a numpy
+    array's data pointer, nd (int), dimensions pointer, descr, flags (int)."""
+    ob_type: int = 8
+    tuple_size: int = 16
+    tuple_items: int = 24
+    data: int = 16
+    nd: int = 24
+    dims: int = 32
+    descr: int = 56
+    flags: int = 64
+
+
+def probe_layout() -> ObjectLayout | None:
+    """The layout if live objects of this interpreter and numpy have it, else None."""
+    lay = ObjectLayout()
+    try:
+        a = np.arange(5, dtype=np.int64)
+        t = (a, None, "x")
+        word = ctypes.c_int64.from_address
+        i32 = ctypes.c_int32.from_address
+        ok = (word(id(t) + lay.ob_type).value == id(tuple) and word(id(t) + lay.tuple_size).value == 3
+              and all(word(id(t) + lay.tuple_items + 8 * j).value == id(x) for j, x in enumerate(t))
+              and word(id(a) + lay.ob_type).value == id(np.ndarray)
+              and word(id(a) + lay.data).value == a.ctypes.data and i32(id(a) + lay.nd).value == 1
+              and word(word(id(a) + lay.dims).value).value == 5
+              and word(id(a) + lay.descr).value == id(a.dtype)
+              and i32(id(a) + lay.flags).value & NPY_C_CONTIGUOUS_ALIGNED == NPY_C_CONTIGUOUS_ALIGNED)
+        b = a[::2]      # not contiguous: the flag must say so
+        ok = ok and not i32(id(b) + lay.flags).value & 1 and word(word(id(b) + lay.dims).value).value == 3
+        return lay if ok else None
+    except Exception:
+        return None
+
+
+def const_values() -> list:
+    return [id(np.ndarray), id(tuple), id(np.dtype(np.int8)), id(np.dtype(np.int64)),
+            id(np.dtype(np.float64)), id(np.dtype(np.bool_))]
+
+
+@dataclass(frozen=True)
+class FeedRelation:
+    """What toaster.feed needs of one relation: its process_<REL>, its columns' types, which
+    columns the triggers read, and which of those are STRING (taken from the record's slots)."""
+    index: int
+    process: str
+    types: tuple
+    read: tuple              # per column: read by some trigger
+    strings: tuple = ()      # positions of the STRING columns read (set from types and read)
+
+    def __post_init__(self):
+        object.__setattr__(self, "strings", tuple(j for j, (t, r) in enumerate(zip(self.types, self.read))
+                                                  if r and t == STRING))
+
+
+def record_width(relations) -> int:
+    return 3 + 2 * max((len(r.strings) for r in relations), default=0)
+
+
+def _i64(v):
+    return ir.Constant(I64, v)
+
+
+def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols, layout: ObjectLayout,
+                  triple: str) -> str:
+    """LLVM IR text of toaster.feed over `relations` (FeedRelation), to be linked into the
+    program's module (its process_<REL>, undo log and failure globals are declared external)."""
+    m = ir.Module(name="toaster.feed")
+    m.triple = triple
+    width = record_width(relations)
+
+    def ext_global(name, ty=I64, internal_init=None):
+        g = ir.GlobalVariable(m, ty, name)
+        if internal_init is not None:
+            g.initializer = internal_init
+        return g
+    consts = ext_global("feed.consts", ir.ArrayType(I64, len(CONSTS)), ir.Constant(ir.ArrayType(I64, len(CONSTS)), None))
+    clock = ext_global("feed.clock", I64, _i64(-1))
+    ns = ext_global("feed.ns", I64, _i64(0))
+    # columns no trigger reads: process_<REL> still loads row i of every column (batch mode keys
+    # DELTA_<REL> by all of them), so they point at n zero words, grown as batches grow
+    zeros = ext_global("feed.zeros", PTR, ir.Constant(PTR, None))
+    zeros_cap = ext_global("feed.zeros_cap", I64, _i64(0))
+    calloc = ir.Function(m, ir.FunctionType(PTR, [I64, I64]), "calloc")
+    free = ir.Function(m, ir.FunctionType(VOID, [PTR]), "free")
+    site = ext_global("overflow.site")
+    errors = [ext_global(s) for s in error_symbols]
+    if has_undo:
+        undo_on = ext_global("undo.on")
+        rollback = ir.Function(m, ir.FunctionType(VOID, []), "toaster.rollback")
+        trim = ir.Function(m, ir.FunctionType(VOID, []), "toaster.undo_trim")
+    gettime = ir.Function(m, ir.FunctionType(I32, [I32, PTR]), "clock_gettime")
+    procs = {r.index: ir.Function(m, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(r.types)), r.process)
+             for r in relations}
+
+    inner = ir.Function(m, ir.FunctionType(I64, [I64, PTR]), "feed.inner")
+    inner.linkage = "internal"
+    count, slots = inner.args
+    b = ir.IRBuilder(inner.append_basic_block("entry"))
+
+    def word(ptr, k):            # the i64 at byte offset k of ptr
+        return b.load(b.gep(ptr, [_i64(k)], inbounds=True, source_etype=I8), typ=I64)
+
+    def half(ptr, k):
+        return b.load(b.gep(ptr, [_i64(k)], inbounds=True, source_etype=I8), typ=I32)
+
+    def const(name):
+        return b.load(b.gep(consts, [_i64(0), _i64(CONSTS.index(name))], inbounds=True,
+                            source_etype=consts.value_type), typ=I64)
+
+    def slot(rec, k):
+        return b.load(b.gep(rec, [_i64(k)], inbounds=True, source_etype=I64), typ=I64)
+
+    def as_ptr(v):
+        return b.inttoptr(v, PTR)
+
+    def require(cond, i):
+        with b.if_then(b.not_(cond), likely=False):
+            fail(i, NOT_CANONICAL)
+
+    def require_array(obj, dtype, i):
+        """Return to the caller unless obj is a 1-d, contiguous, aligned ndarray with the dtype
+        object; each test only after the ones that make its read safe. Returns its length."""
+        require(b.icmp_unsigned("==", word(obj, layout.ob_type), const("ndarray")), i)
+        ok = b.icmp_unsigned("==", word(obj, layout.descr), const(dtype))
+        ok = b.and_(ok, b.icmp_signed("==", half(obj, layout.nd), ir.Constant(I32, 1)))
+        flags = b.and_(half(obj, layout.flags), ir.Constant(I32, NPY_C_CONTIGUOUS_ALIGNED))
+        require(b.and_(ok, b.icmp_unsigned("==", flags, ir.Constant(I32, NPY_C_CONTIGUOUS_ALIGNED))), i)
+        return b.load(as_ptr(word(obj, layout.dims)), typ=I64)
+
+    dtype_of = {FLOAT: "float64", BOOL: "bool"}
+
+    def loop(body_fn, name):
+        """for i in 0..count: body_fn(i, rec) (it may branch out); returns the block after."""
+        head = inner.append_basic_block(f"{name}.head")
+        body = inner.append_basic_block(f"{name}.body")
+        done = inner.append_basic_block(f"{name}.done")
+        pre = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, "i")
+        i.add_incoming(_i64(0), pre)
+        b.cbranch(b.icmp_signed("<", i, count), body, done)
+        b.position_at_end(body)
+        rec = b.gep(slots, [b.add(_i64(HEADER), b.mul(i, _i64(width)))], inbounds=True, source_etype=I64)
+        body_fn(i, rec)
+        i.add_incoming(b.add(i, _i64(1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def per_relation(rec, fn, name):
+        """Switch on the record's relation index: fn(relation) in the relation's case."""
+        after = inner.append_basic_block(f"{name}.next")
+        bad = inner.append_basic_block(f"{name}.unknown")
+        sw = b.switch(slot(rec, 0), bad)
+        for r in relations:
+            case = inner.append_basic_block(f"{name}.{r.process}")
+            sw.add_case(_i64(r.index), case)
+            b.position_at_end(case)
+            fn(r)
+            b.branch(after)
+        b.position_at_end(bad)
+        b.unreachable()
+        b.position_at_end(after)
+
+    def fail(i, kind):
+        b.ret(b.or_(b.shl(i, _i64(2)), _i64(kind)))
+
+    # phase 1: every batch canonical? (nothing runs before all are)
+    def check(i, rec):
+        def rel_check(r):
+            signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
+            n = require_array(signs, "int8", i)
+            require(b.icmp_signed(">", n, _i64(0)), i)
+            require(b.icmp_unsigned("==", word(cols, layout.ob_type), const("tuple")), i)
+            require(b.icmp_signed("==", word(cols, layout.tuple_size), _i64(len(r.types))), i)
+            for j, (t, read) in enumerate(zip(r.types, r.read)):
+                if not read or t == STRING:
+                    continue
+                col = as_ptr(word(cols, layout.tuple_items + 8 * j))
+                require(b.icmp_signed("==", require_array(col, dtype_of.get(t, "int64"), i), n), i)
+        per_relation(rec, rel_check, "check")
+    loop(check, "check")
+
+    # phase 2: run them, one after another, each atomic
+    def run(i, rec):
+        logged = _i64(1) if logged_always else slot(slots, 0)
+        if has_undo:
+            b.store(logged, undo_on)
+
+        def rel_run(r):
+            signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
+            n = b.load(as_ptr(word(signs, layout.dims)), typ=I64)
+            args = [n, as_ptr(word(signs, layout.data))]
+            strings = {j: k for k, j in enumerate(r.strings)}
+            if not all(r.read):
+                with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
+                    b.call(free, [b.load(zeros, typ=PTR)])
+                    b.store(b.call(calloc, [n, _i64(8)]), zeros)
+                    b.store(n, zeros_cap)
+                unread = b.load(zeros, typ=PTR)
+            for j, (t, read) in enumerate(zip(r.types, r.read)):
+                if not read:
+                    args.append(unread)
+                elif t == STRING:
+                    k = strings[j]
+                    ids = as_ptr(slot(rec, 3 + 2 * k))
+                    args.append(b.gep(as_ptr(word(ids, layout.data)), [slot(rec, 4 + 2 * k)], inbounds=True,
+                                      source_etype=I64))
+                else:
+                    args.append(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)))
+            b.call(procs[r.index], args)
+        per_relation(rec, rel_run, "run")
+        failed = b.icmp_signed("!=", b.load(site, typ=I64), _i64(-1))
+        for g in errors:
+            failed = b.or_(failed, b.icmp_signed("!=", b.load(g, typ=I64), _i64(-1)))
+        if has_undo:
+            on = b.icmp_unsigned("!=", logged, _i64(0))
+            with b.if_then(failed, likely=False):
+                with b.if_then(on):
+                    b.call(rollback, [])
+                fail(i, FAILED)
+            with b.if_then(on):
+                b.store(_i64(0), undo_on)
+                b.call(trim, [])
+        else:
+            with b.if_then(failed, likely=False):
+                fail(i, FAILED)
+    loop(run, "run")
+    b.ret(_i64(0))
+
+    f = ir.Function(m, ir.FunctionType(VOID, []), "toaster.feed_release")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    b.call(free, [b.load(zeros, typ=PTR)])
+    b.store(ir.Constant(PTR, None), zeros)
+    b.store(_i64(0), zeros_cap)
+    b.ret_void()
+
+    # the entry: inner, timed when feed.clock is set
+    f = ir.Function(m, ir.FunctionType(I64, [I64, PTR]), "toaster.feed")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    ck = b.load(clock, typ=I64)
+    timed = f.append_basic_block("timed")
+    plain = f.append_basic_block("plain")
+    b.cbranch(b.icmp_signed(">=", ck, _i64(0)), timed, plain)
+    b.position_at_end(plain)
+    b.ret(b.call(inner, list(f.args)))
+    b.position_at_end(timed)
+    ts = b.alloca(ir.ArrayType(I64, 2))
+
+    def now():
+        b.call(gettime, [b.trunc(ck, I32), ts])
+        sec = b.load(b.gep(ts, [_i64(0), _i64(0)], inbounds=True, source_etype=ts.allocated_type), typ=I64)
+        nsec = b.load(b.gep(ts, [_i64(0), _i64(1)], inbounds=True, source_etype=ts.allocated_type), typ=I64)
+        return b.add(b.mul(sec, _i64(1_000_000_000)), nsec)
+    t0 = now()
+    res = b.call(inner, list(f.args))
+    t1 = now()
+    b.store(b.add(b.load(ns, typ=I64), b.sub(t1, t0)), ns)
+    b.ret(res)
+    return str(m)
+
+
+# ------------------------------------------------------------------------------ the caller
+class NativeFeed:
+    """The engine's side of toaster.feed: the reused slots array, the relations it takes, and
+    the call. run(batches) returns False when some batch is not for this path (nothing ran)."""
+
+    def __init__(self, engine, relations, address_of_global, function_address):
+        self.engine = engine
+        self.width = record_width(relations)
+        self.by_name = {}                       # relation name as given -> FeedRelation or None
+        self.relations = {r.process: r for r in relations}
+        self.call = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)(
+            function_address("toaster.feed"))
+        values = const_values()
+        (ctypes.c_int64 * len(values)).from_address(address_of_global("feed.consts"))[:] = values
+        self.clock = ctypes.c_int64.from_address(address_of_global("feed.clock"))
+        self.ns = ctypes.c_int64.from_address(address_of_global("feed.ns"))
+        self.release = ctypes.CFUNCTYPE(None)(function_address("toaster.feed_release"))
+        self._grow(4)
+
+    def _grow(self, records: int) -> None:
+        self.capacity = records
+        self.slots = (ctypes.c_int64 * (HEADER + self.width * records))()
+        self.address = ctypes.addressof(self.slots)
+
+    def relation(self, name):
+        """The FeedRelation of a stream relation without NULL columns, else None (cached)."""
+        try:
+            return self.by_name[name]
+        except KeyError:
+            pass
+        eng = self.engine
+        decl = eng.relations.get(name) if isinstance(name, str) else None
+        fr = None
+        if decl is not None and decl.kind == "stream" and not decl.has_nulls:
+            fr = self.relations.get(eng.llvm_module.entry_points.get(decl.name))
+        self.by_name[name] = fr
+        return fr
+
+    def run(self, batches) -> bool:
+        if len(batches) > self.capacity:
+            self._grow(max(len(batches), 2 * self.capacity))
+        slots, width, pool = self.slots, self.width, self.engine._pool
+        keep = []                       # string ids arrays: alive until the call returns
+        k = HEADER
+        for b in batches:
+            if b.__class__ is not _Batch or not b.checked:
+                return False
+            fr = self.by_name.get(b.relation, False)
+            if fr is False:
+                fr = self.relation(b.relation)
+            if fr is None:
+                return False
+            slots[k] = fr.index
+            slots[k + 1] = id(b.signs)
+            slots[k + 2] = id(b.columns)
+            s = k + 3
+            for j in fr.strings:
+                found = pool.batch_ids(b, j)
+                if found is None:
+                    return False
+                keep.append(found[0])
+                slots[s] = id(found[0])
+                slots[s + 1] = found[1]
+                s += 2
+            k += width
+        if pool._pending:
+            pool.sync()
+        logged = pool._fallible and pool.may_fail()
+        slots[0] = 1 if logged else 0
+        rc = self.call(len(batches), self.address)
+        if rc:
+            if rc & 3 == NOT_CANONICAL:
+                return False
+            self.engine._native_failure(logged or self.engine._always_logged, rc >> 2)
+        return True
+
+
+from toaster.runtime.batch import Batch as _Batch  # noqa: E402
