@@ -1,6 +1,6 @@
 -- M3 program (mode: tuple)
 -- m3_range_index: the nested SUM correlated by the range R2_B > R_B under a threshold on the total
--- becomes a descent (rix_bound) and an interval sum (rix_interval) over ordered indexes kept by one
+-- becomes a descent (rix_bound, computed once per statement: its threshold reads only scalar maps) and an interval sum (rix_interval) over ordered indexes kept by one
 -- loop statement per update (RIX_LEVELS), with the nested-loop form as the fallback for negative sums
 -- RUN: m3_range_index
 CREATE STREAM R(A int, B float, C float);
@@ -36,6 +36,6 @@ ON - R(r_a:int, r_b:float, r_c:float) {
 -- CHECK: __SQL_SUM_AGGREGATE_1_mR3_neg[] +=
 -- CHECK-NEXT: __SQL_SUM_AGGREGATE_1_mR3[r_b] += AggSum([], {r_c});
 -- CHECK-NEXT: __SQL_SUM_AGGREGATE_1_mR3_rix[__rix_l, __rix_n] += AggSum([__rix_l, __rix_n], (AggSum([r_b], AggSum([], {r_c})) * RIX_LEVELS[__rix_l] * (__rix_n ^= {#rix_node:int(#rix_key:int(r_b), __rix_l)})));
--- CHECK-NEXT: (__rix_b1 ^= {#rix_bound:int('__SQL_SUM_AGGREGATE_1_mR3_rix', 12, (0.5 * __sub2))}) * (__rix_b2 ^= {#rix_bound:int('__SQL_SUM_AGGREGATE_1_mR1_rix', 0, 0)}) * (__rix_lo ^= {__rix_b1}) * (__rix_hi ^= {__rix_b2}) * {#rix_interval:float('__SQL_SUM_AGGREGATE_1_mR3_rix', __rix_lo, __rix_hi)}
+-- CHECK-NEXT: (__rix_p1 ^= AggSum([], __SQL_SUM_AGGREGATE_1_mR2[])) * (__rix_s2 ^= {#rix_bound:int('__SQL_SUM_AGGREGATE_1_mR3_rix', 12, (0.5 * __rix_p1))}) * (__rix_s3 ^= {#rix_bound:int('__SQL_SUM_AGGREGATE_1_mR1_rix', 0, 0)}) * AggSum([], ((__rix_bad ^= (__SQL_SUM_AGGREGATE_1_mR1_neg[] + __SQL_SUM_AGGREGATE_1_mR3_neg[])) * (({__rix_bad = 0} * AggSum([], ((__sub2 ^= AggSum([], __SQL_SUM_AGGREGATE_1_mR2[])) * (__rix_b1 ^= {__rix_s2}) * (__rix_b2 ^= {__rix_s3}) * (__rix_lo ^= {__rix_b1}) * (__rix_hi ^= {__rix_b2}) * {#rix_interval:float('__SQL_SUM_AGGREGATE_1_mR3_rix', __rix_lo, __rix_hi)}
 -- CHECK: ON SYSTEM READY {
 -- CHECK-NEXT: RIX_LEVELS[__rix_l] := AggSum([__rix_l], ((__rix_l ^= {0}) + (__rix_l ^= {1})
