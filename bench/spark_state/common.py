@@ -108,3 +108,27 @@ def run(name, spark, make, *, state=20_000, batch=1_000, measure=8, growth=10):
     for k in ("wall", "driver_cpu", "spark_cpu"):
         print(f"  {k:10s} 1x {a[k]*1000:8.1f} ms   {growth}x {b[k]*1000:8.1f} ms   ratio {b[k]/max(a[k],1e-9):5.2f}")
     return out
+
+
+def tpch_engine_and_batches(query: str, data: str, spark, *, batch: int, batches: int, partitions: int):
+    """A SparkEngine for bench query `query` (batch mode) over the bench stream in `data` (a
+    `python -m bench --scale ...` stream directory), its static tables loaded, and the stream's
+    first `batches` steps of `batch` events as `apply_many` groups (as the bench feeds them)."""
+    import json
+    from bench.harness import find_query
+    from bench.stream import load_event_stream
+    from bench.tpch import StreamInfo
+    from toaster.backends.spark.engine import SparkEngine
+    from toaster.pipeline import compile_sql
+
+    with open(os.path.join(data, "manifest.json")) as f:
+        si = StreamInfo(**json.load(f))
+    es = load_event_stream(si.schema_sql())
+    comp = compile_sql(si.schema_sql() + "\n" + find_query(query).text, mode="batch")
+    names = {r.name for r in comp.m3.relations}
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=partitions)
+    for b in es.tables:
+        if b.relation in names:
+            engine.apply(b)
+    groups = es.batches(batch, relations=sorted(names & set(es.stream_names)), limit=batch * batches)
+    return engine, groups

@@ -11,15 +11,10 @@ from /proc) and wall time, and the jobs and stages per batch.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 
-from bench.harness import find_query
-from bench.spark_state.common import spark_cpu
-from bench.stream import load_event_stream
-from bench.tpch import StreamInfo
+from bench.spark_state.common import spark_cpu, tpch_engine_and_batches
 
 
 def main(argv=None):
@@ -30,22 +25,11 @@ def main(argv=None):
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--partitions", type=int, default=2)
     a = ap.parse_args(argv)
-    from toaster.backends.spark.engine import SparkEngine
     from toaster.backends.spark.session import get_spark
-    from toaster.pipeline import compile_sql
 
-    with open(os.path.join(a.data, "manifest.json")) as f:
-        si = StreamInfo(**json.load(f))
-    es = load_event_stream(si.schema_sql())
-    q = find_query(a.query)
-    comp = compile_sql(si.schema_sql() + "\n" + q.text, mode="batch")
     spark = get_spark()
-    names = {r.name for r in comp.m3.relations}
-    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=a.partitions)
-    for b in es.tables:
-        if b.relation in names:
-            engine.apply(b)
-    groups = es.batches(a.batch, relations=sorted(names & set(es.stream_names)), limit=a.batch * a.batches)
+    engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
+                                             partitions=a.partitions)
     rows = []
     for group in groups:
         c0, s0, w0 = time.process_time(), spark_cpu(spark), time.perf_counter()

@@ -101,26 +101,14 @@ def main(argv=None):
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting KEY=VALUE")
     a = ap.parse_args(argv)
-    from bench.harness import find_query
-    from bench.stream import load_event_stream
-    from bench.tpch import StreamInfo
-    from toaster.backends.spark.engine import SparkEngine
+    from bench.spark_state.common import tpch_engine_and_batches
     from toaster.backends.spark.runtime import last_job_id
-    from toaster.pipeline import compile_sql
 
     log_dir = tempfile.mkdtemp(prefix="toaster-eventlog-")
-    with open(os.path.join(a.data, "manifest.json")) as f:
-        si = StreamInfo(**json.load(f))
-    es = load_event_stream(si.schema_sql())
-    comp = compile_sql(si.schema_sql() + "\n" + find_query(a.query).text, mode="batch")
     spark = _session(log_dir, dict(kv.split("=", 1) for kv in a.conf))
     sc = spark.sparkContext
-    names = {r.name for r in comp.m3.relations}
-    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=a.partitions)
-    for b in es.tables:
-        if b.relation in names:
-            engine.apply(b)
-    groups = es.batches(a.batch, relations=sorted(names & set(es.stream_names)), limit=a.batch * a.batches)
+    engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
+                                             partitions=a.partitions)
     batches = []
     for group in groups:
         j0 = last_job_id(sc)
