@@ -44,6 +44,7 @@ from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, 
 from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
 from toaster.backends.llvm.natives import float_to_int, native_call, register_libm_symbols
 from toaster.backends.llvm.undo import UndoLog
+from toaster.backends.llvm.range_index import emit_index_rebuild, rebuilt_indexes
 from toaster.backends.llvm.overflow import OverflowFlag
 from toaster.runtime.int64 import blame_maps, imp_writes
 from toaster.m3.batch_delta import is_delta_map_name
@@ -421,8 +422,11 @@ class _ModuleGen:
         self.overflow = OverflowFlag(self.module)
         # a batch's pre-aggregated delta maps are scratch, refilled by every batch of their
         # relation before it reads them: a rolled-back batch need not restore them
+        # range indexes (m3_range_index) keep no records either: toaster.rollback rebuilds them
+        self.rix_rebuilt = {} if bulk_access else rebuilt_indexes(prog)
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
-                                          None if is_delta_map_name(spec.name, prog.relations) else self.undo,
+                                          None if is_delta_map_name(spec.name, prog.relations)
+                                          or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
         self.trigger_fns = []
@@ -437,7 +441,8 @@ class _ModuleGen:
         self.entry_points = {r.name: self.process(r) for r in prog.relations}
         self.lifecycle()
         if self.undo is not None:
-            self.undo.build_exports(list(self.maps.values()))
+            self.undo.build_exports(list(self.maps.values()),
+                                    lambda b, f: emit_index_rebuild(b, f, self.maps, self.rix_rebuilt))
         if bulk_access:          # maps driven from outside (the Spark engine's partition programs)
             from toaster.backends.llvm.bulk import build_map_bulk, build_state_swap, build_touched
             for m in self.maps.values():

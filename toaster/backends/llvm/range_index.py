@@ -8,6 +8,8 @@ programs megabytes long). Group keys are passed encoded, as the hash map stores 
 """
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
 from toaster.backends.llvm.hashmap import F64, I64, i64
@@ -237,6 +239,68 @@ def _bound_call(tg, args):
     m, gs = _index(tg, args)
     fn = _cached(tg, "bound", m, _build_bound)
     return tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], FLOAT)] + gs), INT
+
+
+# ------------------------------------------------------------------ rollback without records
+def rebuilt_indexes(prog) -> dict:
+    """{index map: (indexed map, key position)} for the range indexes of `prog` that keep no undo
+    records: 64 records per update (one per level) were most of a tuple's cost, and a rejected
+    batch is rare, so toaster.rollback rebuilds them from their maps once those are restored.
+    An index is named `<map>_rix[n]` by m3_range_index; one whose position is ambiguous (two
+    keys of the map's type) keeps its records."""
+    specs = {m.name: m for m in prog.maps}
+    if "RIX_LEVELS" not in specs:
+        return {}
+    out = {}
+    for m in prog.maps:
+        found = re.fullmatch(r"(.+)_rix\d*", m.name)
+        base = specs.get(found.group(1)) if found else None
+        if base is None or m.kind != "view" or base.kind != "view" or m.key_types[-2:] != (INT, INT) \
+                or base.value_type != m.value_type or len(base.key_types) != len(m.key_types) - 1:
+            continue
+        groups = tuple(m.key_types[:-2])
+        at = [p for p, t in enumerate(base.key_types) if t in (FLOAT, INT, DATE)
+              and tuple(base.key_types[:p]) + tuple(base.key_types[p + 1:]) == groups]
+        if len(at) == 1:
+            out[m.name] = (base.name, at[0])
+    return out
+
+
+def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
+    """Each index of `rebuilt` := its definition over its (restored) map: cleared, then every
+    nonzero entry added at its 64 levels (plain adds: the values fitted before the batch).
+    Float nodes then hold the same sums added in another order (as a fresh engine's would)."""
+    for name, (base_name, pos) in rebuilt.items():
+        m, base = maps[name], maps[base_name]
+        b.call(m.clear_fn, [])
+
+        def entry(bb, e, m=m, base=base, pos=pos):
+            v = base.val_at(bb, e)
+            with bb.if_then(base.is_nonzero(bb, v)):
+                keys = bb.load(base.g_keys, typ=ir.PointerType())
+                ks = [base._key_at(bb, keys, e, j) for j in range(base.K)]
+                k = ks[pos]
+                if base.spec.key_types[pos] == FLOAT:     # encoded as its bits (0.0 for -0.0)
+                    k = bb.select(bb.icmp_signed("<", k, i64(0)), bb.xor(k, i64(I64_MAX)), k)
+                u = bb.xor(k, _SIGN)
+                groups = ks[:pos] + ks[pos + 1:]
+                head, body, done = (f.append_basic_block(n) for n in ("rix.level", "rix.add", "rix.next"))
+                pre = bb.block
+                bb.branch(head)
+                hb = ir.IRBuilder(head)
+                level = hb.phi(I64)
+                level.add_incoming(i64(0), pre)
+                hb.cbranch(hb.icmp_signed("<", level, i64(64)), body, done)
+                lb = ir.IRBuilder(body)
+                at = groups + [level, lb.lshr(u, level)]
+                old = lb.call(m.get_fn, at)
+                lb.call(m.set_fn, at + [lb.fadd(old, v) if m.vty == F64 else lb.add(old, v)])
+                level.add_incoming(lb.add(level, i64(1)), lb.block)
+                lb.branch(head)
+                bb.position_at_end(done)
+            return bb
+        b = base._count_loop(f, b, b.load(base.g_count, typ=I64), entry)
+    return b
 
 
 RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_interval": _interval_call, "rix_sum": _sum_call,

@@ -73,9 +73,11 @@ class UndoLog:
             for j, w in enumerate(words):
                 b.store(w, b.gep(p, [_i64(j)], inbounds=True, source_etype=I64))
 
-    def build_exports(self, maps) -> None:
+    def build_exports(self, maps, after_rollback=None) -> None:
         """toaster.rollback() (undo every record, newest first, then empty the log) and
-        toaster.undo_trim() (empty the log, freeing a large buffer this batch barely used)."""
+        toaster.undo_trim() (empty the log, freeing a large buffer this batch barely used).
+        after_rollback(builder, function) emits code run once the records are undone (the range
+        indexes, which keep no records, are rebuilt from their restored maps there)."""
         f = ir.Function(self.module, ir.FunctionType(VOID, []), "toaster.rollback")
         b = ir.IRBuilder(f.append_basic_block("entry"))
         b.store(_i64(0), self.on)          # restoring writes must not log
@@ -107,6 +109,8 @@ class UndoLog:
         rb.branch(head)
         b = ir.IRBuilder(done)
         b.store(_i64(0), self.len)
+        if after_rollback is not None:
+            b = after_rollback(b, f) or b
         b.ret_void()
 
         f = ir.Function(self.module, ir.FunctionType(VOID, []), "toaster.undo_trim")
