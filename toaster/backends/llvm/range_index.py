@@ -261,9 +261,37 @@ def rebuilt_indexes(prog) -> dict:
         groups = tuple(m.key_types[:-2])
         at = [p for p, t in enumerate(base.key_types) if t in (FLOAT, INT, DATE)
               and tuple(base.key_types[:p]) + tuple(base.key_types[p + 1:]) == groups]
+        if len(at) > 1:             # keys of one type: the position the update code indexes
+            at = [p for p in at if p in _indexed_positions(prog, m.name, base.name)]
         if len(at) == 1:
             out[m.name] = (base.name, at[0])
     return out
+
+
+def _indexed_positions(prog, index: str, base: str) -> set:
+    """The positions of `base`'s keys that the updates of `index` read `rix_key` of, where the
+    same trigger adds to `base` with that key (m3_range_index writes them side by side)."""
+    from toaster.imperative.ir import Call, ForEach, If, MapAdd
+    found = set()
+
+    def adds(body):
+        for s in body:
+            if isinstance(s, MapAdd):
+                yield s
+            elif isinstance(s, If):
+                yield from adds(s.then)
+                yield from adds(s.orelse)
+            elif isinstance(s, ForEach):
+                yield from adds(s.body)
+    for t in prog.triggers:
+        stmts = list(adds(t.body))
+        for s in stmts:
+            node = s.keys[-1] if s.map == index and s.keys else None
+            if isinstance(node, Call) and node.name == "rix_node" and isinstance(node.args[0], Call) \
+                    and node.args[0].name == "rix_key":
+                y = node.args[0].args[0]
+                found |= {k.index(y) for k in (b.keys for b in stmts if b.map == base) if list(k).count(y) == 1}
+    return found
 
 
 def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
