@@ -22,6 +22,10 @@ values) is Scattered on the batch columns it uses (a hash of them spreads the ba
 deterministically, so a retried task gets the same slice), aggregated per partition, and the
 partial sums Gathered into the driver's view, all in one job (option `random_batch`).
 
+View copies (`view_copies`): where a batch joins a view only on a key it is not partitioned by,
+the view is kept a second time partitioned by that key (updated beside it) instead of being
+Reparted whole to the batch every time.
+
 The output is well formed but naive (e.g. it Reparts a result
 already partitioned right); 'dist_simplify' removes the redundant transformers.
 """
