@@ -9,6 +9,7 @@ import random
 import pytest
 
 from toaster.backends.interp import InterpEngine
+from toaster.dist.parser import parse_dist
 from toaster.dist.printer import print_dist
 from toaster.backends.spark import worker
 from toaster.dist.blocks import dist_blocks, dist_fuse, fuse_blocks
@@ -378,3 +379,48 @@ def test_explain_plans_one_job_per_batch_of_every_stream():
     # a global sum: the executors pre-aggregate their slice of the batch (stage 0), then one stage
     # sums per partition for the Gather (docs/spark-engine.md, "Batch input read by the executors")
     assert "1 job(s), 2 stage(s)" in explain_jobs(compile_sql(GLOBAL_SUM, mode="batch").stage("spark"))
+
+
+# ------------------------------------------------ a view joined on another key: a copy
+
+CHAIN = """CREATE STREAM C(CK int, SEG int) FROM FILE 'c.csv' LINE DELIMITED csv;
+CREATE STREAM O(OK int, CK int, D int) FROM FILE 'o.csv' LINE DELIMITED csv;
+CREATE STREAM L(OK int, P int) FROM FILE 'l.csv' LINE DELIMITED csv;
+SELECT L.OK, O.D, SUM(L.P) FROM C, O, L WHERE C.CK = O.CK AND L.OK = O.OK AND C.SEG > 1 GROUP BY L.OK, O.D;"""
+
+
+def _view_reparts(prog) -> list:
+    views = {m.name for m in prog.maps if m.kind == "view"}
+    return [x.source for t in prog.triggers for b in t.blocks if b.mode == "exchange"
+            for x in b.items if x.kind == "repart" and x.source in views]
+
+
+def test_view_joined_on_another_key_is_copied_not_reparted_whole():
+    """Q3's shape: C's batch joins O's view on CK while L's joins it on OK. Without a copy every C
+    batch Reparts the whole view (O(state) per batch); with it, the copy partitioned by CK is
+    updated beside the view and C's batch reads it where it lies."""
+    comp = compile_sql(CHAIN, mode="batch")
+    prog = comp.stage("dist")
+    copies = [m for m in prog.maps if m.copy_of]
+    assert copies and not _view_reparts(prog)
+    for m in copies:
+        source = next(s for s in prog.maps if s.name == m.copy_of)
+        assert (m.keys, m.type, m.kind) == (source.keys, source.type, "view") and m.tag != source.tag
+    assert parse_dist(print_dist(prog)) == prog and " COPY OF " in print_dist(prog)
+    off = m3_to_dist(comp.stage("m3", "distributed"), {}, view_copies_on=False)
+    assert not any(m.copy_of for m in off.maps)
+    assert _view_reparts(dist_blocks(dist_simplify(off, OPTS), OPTS))      # what the copy saves
+    assert "VIEW_COPIES = {" in comp.stage("spark").source
+    _, sim = simulated_program(CHAIN, 3)
+    m3 = comp.stage("m3", "distributed")
+    ref = InterpEngine(m3)
+    for b in random_stream(m3.relations, seed=10, n_batches=12, max_batch=10, deletes=True):
+        ref.apply(b)
+        delta = {}
+        for s, row in b.rows():
+            delta[row] = delta.get(row, 0) + s
+        sim.apply_delta(b.relation, {k: v for k, v in delta.items() if v != 0})
+        for m in m3.maps:
+            assert sim.read_map(m.name) == ref.read_map(m.name), m.name
+        for m in copies:
+            assert sim.read_map(m.name) == sim.read_map(m.copy_of)

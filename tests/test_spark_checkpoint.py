@@ -197,3 +197,36 @@ def test_cli_spark_killed_after_a_checkpoint_then_resumed(tmp_path):
     assert read_manifest(latest_checkpoint(tmp_path / "state"))["backend"] == "spark"
     assert json.loads(done.stdout) == json.loads(format_results(engine.results(), "json"))
     assert assert_matches_duckdb(comp, engine, list(tables) + list(streams)) > 0
+
+
+def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path):
+    """A program whose view is kept twice (placement.view_copies: test_dist.CHAIN): its checkpoint
+    holds the logical views only (interp reads it), and a restore fills the copy from its view."""
+    from test_dist import CHAIN
+    comp = compile_sql(CHAIN, mode="batch")
+    prog = comp.stage("spark")
+    assert "VIEW_COPIES = {'" in prog.source
+    batches = random_stream(list(comp.engine("interp").relations.values()), seed=21, n_batches=14,
+                            deletes=True)
+    first, rest = batches[:7], batches[7:]
+    interp = comp.engine("interp")
+    for b in first:
+        interp.apply(b)
+    interp.checkpoint(tmp_path / "from-interp")
+    engine = _spark(comp, spark, tmp_path, "copies", partitions=2, checkpoint_every=4)
+    try:
+        engine.restore(tmp_path / "from-interp")
+        for i, b in enumerate(rest):
+            engine.apply(b)
+            if i == 3:       # every worker forgets the native replicas: rebuilt from the durable copy
+                spark.sparkContext.parallelize(range(6), 6).mapPartitionsWithIndex(
+                    native_state.drop_task(engine.program.store)).collect()
+        assert assert_matches_duckdb(comp, engine, batches) > 0
+        copies = engine.module.Program.VIEW_COPIES
+        assert copies and all(engine.read_map(c) == engine.read_map(v) for c, v in copies.items())
+        engine.checkpoint(tmp_path / "from-spark")
+    finally:
+        engine.close()
+    back = comp.engine("interp")
+    back.restore(tmp_path / "from-spark")
+    assert assert_matches_duckdb(comp, back, batches) > 0

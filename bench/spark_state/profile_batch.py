@@ -26,13 +26,11 @@ def _session(log_dir: str, extra: dict):
     from toaster.backends.spark import session as S
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
-    b = (SparkSession.builder.master("local[2]").appName("toaster-profile")
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                 f"-Dlog4j2.configurationFile=file:{S._LOG_CONFIG}")
-         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", log_dir)
-         .config("spark.eventLog.compress", "false"))
+    b = SparkSession.builder.master("local[2]").appName("toaster-profile")
+    settings = {**S.session_config(), "spark.eventLog.enabled": "true", "spark.eventLog.dir": log_dir,
+                "spark.eventLog.compress": "false"}
+    for k, v in settings.items():
+        b = b.config(k, v)
     for k, v in extra.items():
         b = b.config(k, v)
     s = b.getOrCreate()

@@ -87,6 +87,7 @@ class DistMap:
     type: object       # value Type
     tag: object        # Local() | Dist(positions) | Random()
     kind: str = "view"  # 'view' (an M3 map) | 'temp' (cleared at the start of each trigger)
+    copy_of: str | None = None   # a view kept a second time, partitioned otherwise (placement.py)
 
 
 @dataclass(frozen=True, slots=True)

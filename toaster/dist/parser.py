@@ -35,10 +35,15 @@ class _Build(calc_parser._Build):
     def dist_tag(self, c):
         return Dist(tuple(int(p) if p.type == "SIGNED_INT" else C.Var(str(p), None) for p in c if p is not None))
 
+    def copy_of(self, c):
+        return ("copy_of", str(c[0]))
+
     def dist_map(self, c):
-        kind, name, rest = str(c[0]), str(c[1]), c[2:]
+        kind, name, rest = str(c[0]), str(c[1]), list(c[2:])
+        copy = rest.pop()[1] if rest and isinstance(rest[-1], tuple) and rest[-1][:1] == ("copy_of",) else None
         keys = tuple(x for x in rest[:-2] if x is not None)
-        return DistMap(name, keys, type_from_name(str(rest[-2])), rest[-1], "temp" if kind == "TEMP" else "view")
+        return DistMap(name, keys, type_from_name(str(rest[-2])), rest[-1], "temp" if kind == "TEMP" else "view",
+                       copy)
 
     def _vars(self, toks):
         return tuple(C.Var(str(t), None) for t in toks if t is not None)

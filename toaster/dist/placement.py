@@ -22,6 +22,10 @@ values) is Scattered on the batch columns it uses (a hash of them spreads the ba
 deterministically, so a retried task gets the same slice), aggregated per partition, and the
 partial sums Gathered into the driver's view, all in one job (option `random_batch`).
 
+View copies (`view_copies`): where a batch joins a view only on a key it is not partitioned by,
+the view is kept a second time partitioned by that key (updated beside it) instead of being
+Reparted whole to the batch every time.
+
 The output is well formed but naive (e.g. it Reparts a result
 already partitioned right); 'dist_simplify' removes the redundant transformers.
 """
@@ -32,7 +36,7 @@ from collections import Counter
 from toaster.calculus import ir as C
 from toaster.m3.ir import M3Program, Statement
 from toaster.errors import UnsupportedError
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toaster.errors import UsageError
 from toaster.passes import Pass, register
@@ -92,6 +96,86 @@ def choose_partitioning(prog: M3Program, override: dict) -> dict:
         if name not in tags:
             raise UnsupportedError(f"partitioning given for unknown map {name}")
     return tags
+
+
+# ---------------------------------------------------------------- view copies
+
+def _top_refs(e):
+    """MapRefs a statement joins directly (not inside a nested aggregate, which placement gathers)."""
+    match e:
+        case C.MapRef():
+            yield e
+        case C.Prod(fs) | C.Sum(fs):
+            for f in fs:
+                yield from _top_refs(f)
+        case C.AggSum(_, q):
+            yield from _top_refs(q)
+
+
+def _rename_ref(e, old: C.MapRef, new: str):
+    match e:
+        case C.MapRef() if e == old:
+            return C.MapRef(new, e.vars, e.type)
+        case C.Prod(fs):
+            return C.Prod(tuple(_rename_ref(f, old, new) for f in fs))
+        case C.Sum(ts):
+            return C.Sum(tuple(_rename_ref(t, old, new) for t in ts))
+        case C.AggSum(gs, q):
+            return C.AggSum(gs, _rename_ref(q, old, new))
+    return e
+
+
+def view_copies(prog: M3Program, tags: dict) -> tuple[M3Program, dict]:
+    """Keep a view a second time, partitioned by another key, where a batch trigger joins it on
+    that key only (Hot Dog §4.1 lets a view have several partitionings). Otherwise placement
+    Reparts the WHOLE view to the batch's partitioning every such batch: O(state) shuffled per
+    batch (TPC-H Q3's CUSTOMER trigger moved all of REVENUE_mORDERS7, keyed by order, to the
+    customer key). The copy `M_P<j>` is updated by the same statements as M, right after each
+    (so every read sees the same contents as M would), and the joining statements read it
+    instead. Only for views whose update statements do not read the view itself.
+    Returns the program with the copies and {copy: (source, key position)}."""
+    writes: dict = {}
+    for trig in prog.triggers:
+        for st in trig.statements:
+            writes.setdefault(st.target, []).append(st)
+    copies: dict = {}            # (source, position) -> copy name
+    renamed: dict = {}           # id(statement) -> new statement
+    for trig in prog.triggers:
+        if trig.event.kind != "batch":
+            continue
+        for st in trig.statements:
+            batch_vars = {v for node in _walk(st.rhs) if isinstance(node, C.DeltaRel) for v in node.vars}
+            rhs = st.rhs
+            for ref in dict.fromkeys(_top_refs(st.rhs)):
+                tag = tags.get(ref.name)
+                if not isinstance(tag, Dist) or ref.name not in writes or any(ref.vars[p] in batch_vars for p in tag.parts):
+                    continue
+                bound = [j for j, v in enumerate(ref.vars) if v in batch_vars and ref.vars.count(v) == 1]
+                if not bound or any(ref.name in map_names(w.rhs) for w in writes[ref.name]):
+                    continue
+                copy = copies.setdefault((ref.name, bound[0]), f"{ref.name}_P{bound[0]}")
+                rhs = _rename_ref(rhs, ref, copy)
+            if rhs is not st.rhs:
+                renamed[id(st)] = Statement(st.target, st.keys, st.op, rhs)
+    if not copies:
+        return prog, {}
+    by_source: dict = {}
+    for (source, j), copy in copies.items():
+        by_source.setdefault(source, []).append(copy)
+    triggers = []
+    for trig in prog.triggers:
+        stmts = []
+        for st in trig.statements:
+            new = renamed.get(id(st), st)
+            stmts.append(new)
+            stmts += [Statement(c, new.keys, new.op, new.rhs) for c in by_source.get(st.target, ())]
+        triggers.append(replace(trig, statements=tuple(stmts)))
+    decls = {m.name: m for m in prog.maps}
+    maps = list(prog.maps)
+    for (source, j), copy in copies.items():
+        maps.append(replace(decls[source], name=copy, role="aux"))
+    return (replace(prog, maps=tuple(maps), triggers=tuple(triggers)),
+            {copy: (source, j) for (source, j), copy in copies.items()})
 
 
 # -------------------------------------------------------------------- placing
@@ -321,6 +405,8 @@ class M3ToDist(Pass):
     those key positions); other maps are partitioned by the key the batch binds most often.
     random_batch: when no map is partitioned, spread the batch over the workers (partial
     aggregates there, one Gather); false: aggregate it on the driver.
+    view_copies: keep a second copy of a view, partitioned by the key a batch joins it on, where
+    the batch binds none of its partition keys (view_copies()); false: Repart the whole view.
     """
     name = "m3_to_dist"
     takes = "m3"
@@ -328,12 +414,14 @@ class M3ToDist(Pass):
     description = "partitioning choice and location tags (Hot Dog §4.1-4.2)"
     partitioning: tuple[str, ...] = ()
     random_batch: bool = True
+    view_copies: bool = True
 
     def run(self, prog, options):
-        return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch)
+        return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies)
 
 
-def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True) -> DistProgram:
+def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True,
+               view_copies_on: bool = True) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
@@ -344,8 +432,13 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
             for st in trig.statements:
                 override.setdefault(st.target, "local")
     tags = choose_partitioning(prog, override)
+    copies: dict = {}
+    if view_copies_on:
+        prog, copies = view_copies(prog, tags)
+        tags.update((c, Dist((j,))) for c, (_, j) in copies.items())
     random_batch = random_batch and not any(isinstance(t, Dist) for t in tags.values())
-    dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name]) for m in prog.maps)
+    dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name],
+                          copy_of=copies[m.name][0] if m.name in copies else None) for m in prog.maps)
     maps = {m.name: m for m in dmaps}
     triggers = []
     for trig in prog.triggers:

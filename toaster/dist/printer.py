@@ -44,7 +44,8 @@ def print_dist_expr(e) -> str:
 
 def print_dist_map(m: DistMap) -> str:
     kind = "TEMP" if m.kind == "temp" else "MAP"
-    return f"{kind} {m.name}[{_typed_vars(m.keys)}]: {m.type} @ {m.tag};"
+    copy = f" COPY OF {m.copy_of}" if m.copy_of else ""
+    return f"{kind} {m.name}[{_typed_vars(m.keys)}]: {m.type} @ {m.tag}{copy};"
 
 
 def print_dist_item(item) -> str:

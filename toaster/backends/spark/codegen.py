@@ -140,6 +140,7 @@ class _Gen:
         methods = [self.trigger_method(t) for t in prog.triggers]
         batch_triggers = [t for t in prog.triggers if t.event.kind == "batch"]
         views = [m for m in prog.maps if m.kind == "view"]
+        logical = [m for m in views if not m.copy_of]     # the M3 program's views (checkpoints)
         local_maps = [m.name for m in views if isinstance(m.tag, Local)]
         dist_maps = {m.name: m.tag.parts for m in views if isinstance(m.tag, Dist)}
         cls_body = [
@@ -153,8 +154,11 @@ class _Gen:
             ast.Assign([name("READY", ast.Store())],
                        const(next((_method_name(t.event) for t in prog.triggers if t.event.kind == "ready"), None))),
             ast.Assign([name("MAP_TYPES", ast.Store())],
-                       ast.Dict([const(m.name) for m in views],
-                                [tuple_of([_strs(str(k.type) for k in m.keys), const(str(m.type))]) for m in views])),
+                       ast.Dict([const(m.name) for m in logical],
+                                [tuple_of([_strs(str(k.type) for k in m.keys), const(str(m.type))]) for m in logical])),
+            ast.Assign([name("VIEW_COPIES", ast.Store())],
+                       ast.Dict([const(m.name) for m in views if m.copy_of],
+                                [const(m.copy_of) for m in views if m.copy_of])),
             ast.Assign([name("BLOCKS", ast.Store())], const(self.blocks_mode)),
             ast.Assign([name("RELATION_TYPES", ast.Store())],
                        ast.Dict([const(r.name) for r in prog.relations],

@@ -129,8 +129,10 @@ class SparkEngine(Engine):
         inputs = self.program.native.inputs if self.program.native is not None else {}
         # a relation with an input block: its rows go to the executors as columns (never Python
         # objects here); the others are pre-aggregated on the driver (net multiplicity per row)
+        # a relation no trigger reads (a table of the schema the query does not use) changes no
+        # view: not even made into a dict
         deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs) else net_delta(b))
-                  for b in batches]
+                  for b in batches if b.relation.upper() in self.program.TRIGGERS]
         try:
             self.program.apply_deltas(deltas)
         except Exception as e:

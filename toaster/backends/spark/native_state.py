@@ -16,7 +16,7 @@ import numpy as np
 
 from toaster.backends.spark import native_exec as nx
 from toaster.backends.spark.native_hash import partitions_of
-from toaster.backends.spark.state import filesystem
+from toaster.backends.spark.state import drain, filesystem
 
 
 def _delta_path(root, view, p, seq):
@@ -156,7 +156,8 @@ def stage_task(spec: dict):
 
 def read_views_task(spec: dict, versions: dict):
     """Every view's entries in partition p as (view, key columns, values) (reads, checkpoints)."""
-    def run(p, _elements):
+    def run(p, elements):
+        drain(elements)
         nm = nx.module_for(spec)
         part = nm.activate(spec["store"], p)
         fs, froot = filesystem(spec["root"])
@@ -171,7 +172,8 @@ def read_views_task(spec: dict, versions: dict):
 
 def snapshot_task(spec: dict, versions: dict):
     """Write every view's partition as of its version, then drop the history it replaces."""
-    def run(p, _elements):
+    def run(p, elements):
+        drain(elements)
         nm = nx.module_for(spec)
         part = nm.activate(spec["store"], p)
         fs, froot = filesystem(spec["root"])
@@ -210,14 +212,16 @@ def restore_task(spec: dict, seq: int, old_store: str):
 
 def warm_task(spec: dict):
     """Load the spec's partition program in the worker that runs the task (engine start)."""
-    def run(_p, _elements):
+    def run(_p, elements):
+        drain(elements)
         nx.module_for(spec)
         return iter(())
     return run
 
 
 def drop_task(store: str):
-    def run(_p, _elements):
+    def run(_p, elements):
+        drain(elements)
         nx.drop_store(store)
         return iter(())
     return run
@@ -225,7 +229,8 @@ def drop_task(store: str):
 
 def compiles_task():
     """(process id, JITs, loads) of the worker that runs it (tests; native_exec.compiles / loads)."""
-    def run(_p, _elements):
+    def run(_p, elements):
+        drain(elements)
         import os
         return iter([(os.getpid(), nx.compiles(), nx.loads())])
     return run

@@ -89,6 +89,7 @@ class DistRuntime(JobRunner):
     READY: str | None = None     # the ON SYSTEM READY method (initial values), run once by start()
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
+    VIEW_COPIES: dict = {}       # a view kept a second time, partitioned otherwise -> the view it copies
     BLOCKS: str = "python"       # how dist blocks run: 'native' (native.py) or 'python' (pygen)
     _stages = None               # the planned, not yet run, stages (None outside a runtime)
     _inputs: tuple | list = ()   # input blocks planned for the executors (none outside a runtime)
@@ -342,7 +343,8 @@ class DistRuntime(JobRunner):
         return {n: out[n] for n in names}
 
     def replace_state(self, tables: dict) -> None:
-        """Replace every view by `tables` (name -> {key: value}; all views present).
+        """Replace every view by `tables` (name -> {key: value}; all views present; a view's
+        copies, VIEW_COPIES, get its entries, split by their own partitioning).
 
         One job writes each partition's new entries as the snapshot of a fresh store (its own
         directory under the base, its own replica namespace) and installs them as replicas; only
@@ -354,6 +356,7 @@ class DistRuntime(JobRunner):
         root = f"{self.base}/{store}"
         P = self.partitions
         buckets = [{} for _ in range(P)]
+        tables = {**tables, **{c: tables[v] for c, v in self.VIEW_COPIES.items() if v in tables}}
         for v, parts in self.DIST_MAPS.items():
             if self.native is not None:
                 cols, vals = native.dict_columns({k: x for k, x in tables[v].items() if x != 0},

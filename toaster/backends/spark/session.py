@@ -64,6 +64,23 @@ def get_spark(master: str | None = None):
     return session
 
 
+def session_config() -> dict:
+    """The SparkSession settings of every toaster session (the engine's and the bench's Spark SQL
+    baseline's: one session, so the same settings for a fair ratio; bench/spark_state too)."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.host": "127.0.0.1",
+        # the JVM talks to its Python workers over Unix domain sockets: over loopback TCP every
+        # task's small writes waited out Nagle + delayed ACK (~40 ms), which doubled the fixed
+        # cost of a stage (docs/spark-engine.md, "Spark's fixed cost per stage")
+        "spark.python.unix.domain.socket.enabled": "true",
+        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                         f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}",
+    }
+
+
 def _build(master):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # executors run the driver's interpreter (pyspark's default is whatever `python3` is on
@@ -71,16 +88,10 @@ def _build(master):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     master = master or os.environ.get("TOASTER_SPARK_MASTER", "local[*]")
-    session = (SparkSession.builder
-               .master(master)
-               .appName("toaster")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                       f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}")
-               .getOrCreate())
+    builder = SparkSession.builder.master(master).appName("toaster")
+    for k, v in session_config().items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
         ship_toaster(session.sparkContext)

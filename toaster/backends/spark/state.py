@@ -34,6 +34,14 @@ _REGISTRY = "_toaster_spark_state"
 _MAX_STORES = 4          # engines whose replicas a process keeps (least recently used go)
 
 
+def drain(elements) -> None:
+    """Read a task's input to its end. PySpark's worker exits after a task that left input
+    unread (pyspark/worker.py: no END_OF_STREAM), which loses this process's replicas and
+    native programs and makes the next task fork a new worker: every task must drain."""
+    for _ in elements:
+        pass
+
+
 class Replica:
     __slots__ = ("seq", "map")
 
@@ -239,14 +247,16 @@ def stage_task(spec: dict):
 
 
 def read_task(root: str, store: str, view: str, version: tuple):
-    def run(p, _elements):
+    def run(p, elements):
+        drain(elements)
         return iter(list(checkout(root, store, view, p, version).map.items()))
     return run
 
 
 def read_views_task(root: str, store: str, versions: dict):
     """Every view's entries in partition p as (view, key, value) records (a checkpoint)."""
-    def run(p, _elements):
+    def run(p, elements):
+        drain(elements)
         out = []
         for view, version in versions.items():
             out.extend((view, k, v) for k, v in checkout(root, store, view, p, version).map.items())
@@ -274,7 +284,8 @@ def restore_task(root: str, store: str, seq: int, old_store: str):
 
 def snapshot_task(root: str, store: str, versions: dict):
     """Write every view's partition as of its version, then drop the history it replaces."""
-    def run(p, _elements):
+    def run(p, elements):
+        drain(elements)
         fs, froot = filesystem(root)
         for view, (want, snap, logs) in versions.items():
             rep = checkout(root, store, view, p, (want, snap, logs))
@@ -290,7 +301,8 @@ def snapshot_task(root: str, store: str, versions: dict):
 
 
 def drop_task(store: str):
-    def run(_p, _elements):
+    def run(_p, elements):
+        drain(elements)
         _stores().pop(store, None)
         return iter(())
     return run
