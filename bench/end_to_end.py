@@ -26,15 +26,13 @@ import subprocess
 import sys
 import time
 
-from bench.harness import find_query
-from bench.tpch import STREAMS, TABLES, TPCH_SCHEMA, _read_tbl, generate_tables
-
 E2E_QUERIES = ["tpch_q1", "tpch_q3", "tpch_q6", "tpch_q17"]
 _DUCK_TYPES = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE", "string": "VARCHAR"}
 
 
 def write_csv_tables(tbl_dir: str, csv_dir: str) -> str:
     """dbgen's .tbl files without their trailing '|' (cached); returns the schema SQL over them."""
+    from bench.tpch import STREAMS, TABLES, _read_tbl, TPCH_SCHEMA
     os.makedirs(csv_dir, exist_ok=True)
     for r in STREAMS + TABLES:
         path = os.path.join(csv_dir, r.lower() + ".csv")
@@ -53,6 +51,7 @@ def write_csv_tables(tbl_dir: str, csv_dir: str) -> str:
 
 
 def _columns(rel: str) -> dict:
+    from bench.tpch import TPCH_SCHEMA
     cols = {}
     for part in TPCH_SCHEMA[rel].split(","):
         name, typ = part.split()
@@ -135,6 +134,8 @@ def _toaster_run(path: str, *flags, repeats: int = 1, pycache: str | None = None
 
 
 def run_end_to_end(args, cfg) -> int:
+    from bench.harness import find_query
+    from bench.tpch import generate_tables
     from toaster.pipeline import compile_sql
     scale = args.scale if args.scale is not None else 0.1
     queries = args.queries or E2E_QUERIES
@@ -203,3 +204,75 @@ def run_end_to_end(args, cfg) -> int:
         f.write(report)
     print(report)
     return 0 if all(r[1] is not None and not r[5].startswith("WRONG") for r in rows) else 1
+
+
+def breakdown(path: str, opt_level: int = 2) -> dict:
+    """CPU seconds of each step of one `--run` of the query file `path`, run one after the other
+    in this process (no overlap, no JIT cache): Python passes up to the imperative IR,
+    imp_to_llvm, LLVM's IR passes and machine code generation (jit.compile_module's steps), reading
+    every source whole (Arrow, all its threads) and maintaining the views. In a fresh process (as
+    `python -m bench.end_to_end Q.sql`) each step pays the imports it triggers, as in `--run`:
+    the passes the pass modules' and lark's grammar, imp_to_llvm llvmlite's, reading Arrow's."""
+    import llvmlite.binding as llvm
+    from toaster.backends.llvm import engine as llvm_engine
+    from toaster.backends.llvm.codegen import generate_llvm
+    from toaster.pipeline import compile_file
+    from toaster.runtime.csv_source import open_sources
+    cpu = time.process_time
+    out = {}
+    t = cpu()
+    imp = compile_file(path).stage("imp")
+    out["passes"] = cpu() - t
+    t = cpu()
+    module = generate_llvm(imp)
+    out["imp_to_llvm"] = cpu() - t
+    real_pm = llvm.create_pass_builder
+
+    class _TimedRun:                       # times the module pass manager's run (the IR passes)
+        def __init__(self, mpm):
+            self._mpm = mpm
+
+        def run(self, mod, pb):
+            t0 = cpu()
+            self._mpm.run(mod, pb)
+            out["llvm_ir_passes"] = cpu() - t0
+
+        def __getattr__(self, name):
+            return getattr(self._mpm, name)
+
+    def timed_pass_builder(*a, **kw):
+        pb = real_pm(*a, **kw)
+        get = pb.getModulePassManager
+        pb_wrapped = type("PB", (), {"getModulePassManager": lambda self: _TimedRun(get()),
+                                     "__getattr__": lambda self, n: getattr(pb, n)})()
+        return pb_wrapped
+    llvm.create_pass_builder = timed_pass_builder
+    new_mpm = llvm.create_new_module_pass_manager
+    llvm.create_new_module_pass_manager = lambda: _TimedRun(new_mpm())
+    try:
+        out["llvm_ir_passes"] = 0.0
+        t = cpu()
+        engine = llvm_engine.LLVMEngine(module, opt_level=opt_level)
+        out["jit_other"] = cpu() - t - out["llvm_ir_passes"]      # parse, verify, machine code, set-up
+    finally:
+        llvm.create_pass_builder = real_pm
+        llvm.create_new_module_pass_manager = new_mpm
+    t = cpu()
+    tables, streams = open_sources(list(engine.relations.values()), relations_used=engine.relations_needed(),
+                                   columns=engine.columns_needed)
+    batches = list(tables) + list(streams)
+    out["read"] = cpu() - t
+    t = cpu()
+    for b in batches:
+        engine.apply(b)
+    out["maintain"] = cpu() - t
+    engine.close()
+    return out
+
+
+if __name__ == "__main__":      # python -m bench.end_to_end Q.sql [OPT_LEVEL]: one breakdown line
+    import toaster.cli, toaster.pipeline  # noqa: F401,E401 -- what `python -m toaster.pipeline` imports first
+    _imports = time.process_time()          # this process so far: start-up and those imports
+    _parts = breakdown(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    print(f"imports {_imports:.3f} " + " ".join(f"{k} {v:.3f}" for k, v in _parts.items())
+          + f" total {_imports + sum(_parts.values()):.3f} (CPU s)")

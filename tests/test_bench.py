@@ -363,6 +363,10 @@ def test_end_to_end_mode_checks_answers(tmp_path, data_dir):
                  "--queries", "tpch_q3", "--repeats", "1"]) == 0
     table = (out / "end-to-end.md").read_text()
     assert "| tpch_q3 |" in table and "= DuckDB" in table
+    from bench.end_to_end import breakdown      # the cold run's CPU by step, on the file it ran
+    steps = breakdown(str(out / "e2e-tpch_q3.sql"))
+    assert list(steps) == ["passes", "imp_to_llvm", "llvm_ir_passes", "jit_other", "read", "maintain"]
+    assert all(v >= 0 for v in steps.values()) and steps["llvm_ir_passes"] > 0
     csv = "K,D,V\n1,1995-01-05,2.5\n"
     assert same_answer(csv, [(1, datetime.date(1995, 1, 5), 2.5)]) is None
     assert "differs" in same_answer(csv, [(1, datetime.date(1995, 1, 5), 2.6)])

@@ -494,7 +494,7 @@ _OFF = ("off", "0", "no", "false", "none", "")
 
 
 def jit_cache_dir(flag: str | None) -> str | None:
-    """The directory of the llvm engine's machine-code cache (engine.compile_module's
+    """The directory of the llvm engine's machine-code cache (jit.compile_module's
     object_cache), or None for no cache: --jit-cache, else $TOASTER_JIT_CACHE, else
     $XDG_CACHE_HOME/toaster/jit (~/.cache/toaster/jit). Only a directory this user owns is
     used (machine code others could write is never loaded); the oldest objects beyond

@@ -588,9 +588,11 @@ class _ModuleGen:
 def generate_llvm(prog: ImpProgram, bulk_access: bool = False) -> LLVMModule:
     """bulk_access: also bulk get/set per map and the undo log's keys (bulk.py; undo log on)."""
     register_libm_symbols()      # the math intrinsics lower to libm calls the JIT must resolve
-    gen = _ModuleGen(prog, with_undo=bulk_access, bulk_access=bulk_access)
-    if not bulk_access and gen.fallible():   # a trigger can fail at run time: again, with the undo log
-        gen = _ModuleGen(prog, with_undo=True)
+    # with the undo log first: nearly every program can fail at run time (checked integer
+    # arithmetic: COUNT is an integer), so this generates the module once, not twice
+    gen = _ModuleGen(prog, with_undo=True, bulk_access=bulk_access)
+    if not bulk_access and not gen.fallible():   # nothing can fail at run time: no undo log
+        gen = _ModuleGen(prog, with_undo=False)
     strings = tuple(sorted(gen.strings, key=gen.strings.get))
     return LLVMModule(prog, str(gen.module), strings, dict(gen.entry_points), tuple(gen.string_tables.values()),
                       gen.undo is not None, tuple(gen.overflow.sites))
