@@ -196,7 +196,7 @@ def test_llvm_math_resolves_every_symbol():
         "bound = register_libm_symbols()\n"
         "import re\n"
         "calls = set(re.findall(r'declare [^@]*@\"?([A-Za-z_.0-9]+)', e.optimized_ir))\n"
-        "from toaster.backends.llvm.engine import Runtime, FEED_EXTERNAL  # libc symbols the engine binds\n"
+        "from toaster.backends.llvm.jit import Runtime, FEED_EXTERNAL  # libc symbols the engine binds\n"
         "extern = {c for c in calls if not c.startswith('llvm.')} - set(Runtime.NAMES + FEED_EXTERNAL)\n"
         "assert extern <= set(bound), extern - set(bound)\n"
         "from toaster.runtime.batch import Batch\n"
