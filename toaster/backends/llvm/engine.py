@@ -53,6 +53,7 @@ from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.hashmap import Runtime
 from toaster.backends.llvm.strings import StringPool
+from toaster.backends.llvm.string_hash import NativeStringHash
 from toaster.backends.llvm.feed import EXTERNAL as FEED_EXTERNAL, FeedRelation, NativeFeed, build_feed_ir, probe_layout
 
 _initialized = False
@@ -204,6 +205,8 @@ class LLVMEngine(Engine):
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._native_feed = None if layout is None else NativeFeed(
             self, feed_relations, self._ee.get_global_value_address, addr)
+        if layout is not None:        # STRING columns are encoded inside toaster.feed
+            self._pool.attach_hash(NativeStringHash(addr))
         self._zeros = np.zeros(1024, np.int64)     # the Python path's stand-in for unread columns
         self._clock = -1                # timing native calls: a clock id (time_native)
         self._py_native_ns = 0          # ... of the calls made by the Python path

@@ -15,10 +15,16 @@ dimension of the batch's length, C-contiguous and aligned; anything else makes t
     i64 toaster.feed(i64 count, i64* slots)
 slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
 a fallible string table); slots[1]: unused. Then `count` records of `width` words:
-    relation index, id(signs), id(columns), then per STRING column read: id(int64 ids array), start
+    relation index, id(signs), id(columns), then per STRING column read: descriptor address, start
+A descriptor (an int64 array Python keeps per Arrow column, `string_source`) is either
+[0, address of int64 ids] (ids of rows start...), or [segments, (first row, address of the int32
+offsets of that row, address of the UTF-8 bytes) per segment, rows]: the column's Arrow chunks,
+whose rows [start, start + n) native code encodes through the string hash table
+(string_hash.py) into a scratch buffer -- no Python, numpy or Arrow call per batch.
 Returns 0 (all ran), or (i << 2) | 1 (batch i is not canonical; no batch ran), or (i << 2) | 2
 (batch i failed natively -- an integer overflow or a failing string function -- and was rolled
-back when the log was on; the batches before it ran).
+back when the log was on; the batches before it ran), or (i << 2) | 3 (batch i holds a string
+the hash table lacks; it did not run, the batches before it did).
 
 `feed.clock` (-1: off) is a clock id for clock_gettime; when set, each call adds its duration in
 nanoseconds to `feed.ns` (the native share of apply time that bench reports).
@@ -29,9 +35,12 @@ import ctypes
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from llvmlite import ir
 
 from toaster.types import BOOL, FLOAT, STRING
+from toaster.backends.llvm.string_hash import EXTERNAL as STRING_HASH_EXTERNAL, build_string_hash
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
@@ -39,11 +48,11 @@ I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 HEADER = 2                       # slots before the first record
-NOT_CANONICAL, FAILED = 1, 2
+NOT_CANONICAL, FAILED, MISSING = 1, 2, 3
 # feed.consts: addresses of the type and dtype objects the checks compare with (filled by the engine)
 CONSTS = ("ndarray", "tuple", "int8", "int64", "float64", "bool")
 NPY_C_CONTIGUOUS_ALIGNED = 0x0001 | 0x0100
-EXTERNAL = ("clock_gettime",)    # libc symbols the module calls
+EXTERNAL = ("clock_gettime",) + STRING_HASH_EXTERNAL    # libc symbols the module calls
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,10 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
         rollback = ir.Function(m, ir.FunctionType(VOID, []), "toaster.rollback")
         trim = ir.Function(m, ir.FunctionType(VOID, []), "toaster.undo_trim")
     gettime = ir.Function(m, ir.FunctionType(I32, [I32, PTR]), "clock_gettime")
+    # the STRING columns' ids of the batch being run (n words per column read), grown as batches grow
+    sids = ext_global("feed.sids", PTR, ir.Constant(PTR, None))
+    sids_cap = ext_global("feed.sids_cap", I64, _i64(0))
+    encode = _build_encode(m, build_string_hash(m))
     procs = {r.index: ir.Function(m, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(r.types)), r.process)
              for r in relations}
 
@@ -234,14 +247,27 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     # phase 2: run them, one after another, each atomic
     def run(i, rec):
         logged = _i64(1) if logged_always else slot(slots, 0)
-        if has_undo:
-            b.store(logged, undo_on)
 
         def rel_run(r):
             signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
             n = b.load(as_ptr(word(signs, layout.dims)), typ=I64)
             args = [n, as_ptr(word(signs, layout.data))]
-            strings = {j: k for k, j in enumerate(r.strings)}
+            ids = {}
+            if r.strings:       # encoded before anything of the batch runs (a miss returns)
+                need = b.mul(n, _i64(len(r.strings)))
+                with b.if_then(b.icmp_signed(">", need, b.load(sids_cap, typ=I64)), likely=False):
+                    b.call(free, [b.load(sids, typ=PTR)])
+                    b.store(b.call(calloc, [need, _i64(8)]), sids)
+                    b.store(need, sids_cap)
+                scratch = b.load(sids, typ=PTR)
+                for k, j in enumerate(r.strings):
+                    out = b.gep(scratch, [b.mul(n, _i64(k))], inbounds=True, source_etype=I64)
+                    got = b.call(encode, [as_ptr(slot(rec, 3 + 2 * k)), slot(rec, 4 + 2 * k), n, out])
+                    with b.if_then(b.icmp_unsigned("==", b.ptrtoint(got, I64), _i64(0)), likely=False):
+                        fail(i, MISSING)
+                    ids[j] = got
+            if has_undo:
+                b.store(logged, undo_on)
             if not all(r.read):
                 with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
                     b.call(free, [b.load(zeros, typ=PTR)])
@@ -252,10 +278,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                 if not read:
                     args.append(unread)
                 elif t == STRING:
-                    k = strings[j]
-                    ids = as_ptr(slot(rec, 3 + 2 * k))
-                    args.append(b.gep(as_ptr(word(ids, layout.data)), [slot(rec, 4 + 2 * k)], inbounds=True,
-                                      source_etype=I64))
+                    args.append(ids[j])
                 else:
                     args.append(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)))
             b.call(procs[r.index], args)
@@ -283,6 +306,10 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     b.call(free, [b.load(zeros, typ=PTR)])
     b.store(ir.Constant(PTR, None), zeros)
     b.store(_i64(0), zeros_cap)
+    b.call(free, [b.load(sids, typ=PTR)])
+    b.store(ir.Constant(PTR, None), sids)
+    b.store(_i64(0), sids_cap)
+    b.call(m.globals["toaster.strhash_clear"], [])
     b.ret_void()
 
     # the entry: inner, timed when feed.clock is set
@@ -310,6 +337,66 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     return str(m)
 
 
+def _build_encode(m, find) -> ir.Function:
+    """feed.encode(desc, start, n, out) -> ids pointer: a descriptor's rows [start, start + n) as
+    ids (an ids descriptor: a pointer into its array; segments: encoded into out), or null when
+    some string is not in the hash table."""
+    f = ir.Function(m, ir.FunctionType(PTR, [PTR, I64, I64, PTR]), "feed.encode")
+    f.linkage = "internal"
+    desc, start, n, out = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+
+    def at(k):                   # desc[k]
+        return b.load(b.gep(desc, [k], inbounds=True, source_etype=I64), typ=I64)
+    nseg = at(_i64(0))
+    ids_mode = f.append_basic_block("ids")
+    segs = f.append_basic_block("segments")
+    b.cbranch(b.icmp_signed("==", nseg, _i64(0)), ids_mode, segs)
+    b.position_at_end(ids_mode)
+    b.ret(b.gep(b.inttoptr(at(_i64(1)), PTR), [start], inbounds=True, source_etype=I64))
+    b.position_at_end(segs)
+    stop = b.add(start, n)
+    seg_head = f.append_basic_block("seg.head")
+    seg_body = f.append_basic_block("seg.body")
+    seg_next = f.append_basic_block("seg.next")
+    done = f.append_basic_block("done")
+    b.branch(seg_head)
+    b.position_at_end(seg_head)
+    k = b.phi(I64, "k")
+    k.add_incoming(_i64(0), segs)
+    b.cbranch(b.icmp_signed("<", k, nseg), seg_body, done)
+    b.position_at_end(seg_body)
+    base = b.add(_i64(1), b.mul(k, _i64(3)))
+    r0, r1 = at(base), at(b.add(base, _i64(3)))
+    offs = b.inttoptr(at(b.add(base, _i64(1))), PTR)
+    data = b.inttoptr(at(b.add(base, _i64(2))), PTR)
+    lo = b.select(b.icmp_signed(">", r0, start), r0, start)
+    hi = b.select(b.icmp_signed("<", r1, stop), r1, stop)
+    row_head = f.append_basic_block("row.head")
+    row_body = f.append_basic_block("row.body")
+    b.branch(row_head)
+    b.position_at_end(row_head)
+    row = b.phi(I64, "row")
+    row.add_incoming(lo, seg_body)
+    b.cbranch(b.icmp_signed("<", row, hi), row_body, seg_next)
+    b.position_at_end(row_body)
+    local = b.sub(row, r0)
+    o0 = b.sext(b.load(b.gep(offs, [local], inbounds=True, source_etype=I32), typ=I32), I64)
+    o1 = b.sext(b.load(b.gep(offs, [b.add(local, _i64(1))], inbounds=True, source_etype=I32), typ=I32), I64)
+    sid = b.call(find, [b.gep(data, [o0], inbounds=True, source_etype=I8), b.sub(o1, o0)])
+    with b.if_then(b.icmp_signed("<", sid, _i64(0)), likely=False):
+        b.ret(ir.Constant(PTR, None))
+    b.store(sid, b.gep(out, [b.sub(row, start)], inbounds=True, source_etype=I64))
+    row.add_incoming(b.add(row, _i64(1)), b.block)
+    b.branch(row_head)
+    b.position_at_end(seg_next)
+    k.add_incoming(b.add(k, _i64(1)), seg_next)
+    b.branch(seg_head)
+    b.position_at_end(done)
+    b.ret(out)
+    return f
+
+
 # ------------------------------------------------------------------------------ the caller
 class NativeFeed:
     """The engine's side of toaster.feed: the reused slots array, the relations it takes, and
@@ -327,6 +414,8 @@ class NativeFeed:
         self.clock = ctypes.c_int64.from_address(address_of_global("feed.clock"))
         self.ns = ctypes.c_int64.from_address(address_of_global("feed.ns"))
         self.release = ctypes.CFUNCTYPE(None)(function_address("toaster.feed_release"))
+        self._sources: dict = {}        # id(string column) -> _source entry
+        self._logged = False
         self._grow(4)
 
     def _grow(self, records: int) -> None:
@@ -349,42 +438,132 @@ class NativeFeed:
         return fr
 
     def run(self, batches) -> bool:
-        if len(batches) > self.capacity:
-            self._grow(max(len(batches), 2 * self.capacity))
+        """Feed the batches natively; False when some batch is not for this path (nothing ran).
+        A batch holding strings the native hash table lacks returns to Python, which interns
+        them and calls again from that batch on."""
+        pos, retried = 0, -1
+        while True:
+            rc = self._call(batches, pos)
+            if rc == 0:
+                return True
+            if rc is None or rc & 3 == NOT_CANONICAL:
+                if pos == 0:
+                    return False
+                raise RuntimeError(f"internal error: the native feed refused batch {pos} after running "
+                                   "the ones before it")
+            kind, i = rc & 3, pos + (rc >> 2)
+            if kind == FAILED:
+                self.engine._native_failure(self._logged or self.engine._always_logged, i)
+            # MISSING: batch i has strings the table lacks (none of it ran)
+            if not self._intern_strings(batches[i]):
+                if retried == i:
+                    raise RuntimeError("internal error: the native string table misses strings "
+                                       "the dictionary holds")
+                self.engine._pool.rehash()
+                retried = i
+            pos = i
+
+    def _call(self, batches, pos: int):
+        """Fill the slots for batches[pos:] and call toaster.feed; None when some batch is not
+        for this path."""
+        if len(batches) - pos > self.capacity:
+            self._grow(max(len(batches) - pos, 2 * self.capacity))
         slots, width, pool = self.slots, self.width, self.engine._pool
-        keep = []                       # string ids arrays: alive until the call returns
+        keep = []                       # descriptors made for this call: alive until it returns
         k = HEADER
-        for b in batches:
+        for b in batches[pos:] if pos else batches:
             if b.__class__ is not _Batch or not b.checked:
-                return False
+                return None
             fr = self.by_name.get(b.relation, False)
             if fr is False:
                 fr = self.relation(b.relation)
             if fr is None:
-                return False
+                return None
             slots[k] = fr.index
             slots[k + 1] = id(b.signs)
             slots[k + 2] = id(b.columns)
             s = k + 3
             for j in fr.strings:
-                found = pool.batch_ids(b, j)
-                if found is None:
-                    return False
-                keep.append(found[0])
-                slots[s] = id(found[0])
-                slots[s + 1] = found[1]
+                origin = b.origin
+                if origin is not None:
+                    col, start = origin[0].columns[j], origin[1]
+                else:
+                    col, start = b.columns[j], 0
+                src = self._sources.get(id(col))
+                if src is None or src[0] is not col:
+                    src = self._source(col)
+                n = len(b.signs)
+                if src[1] is None or (start + n > src[2] if origin is not None else n != src[2]):
+                    found = pool.batch_ids(b, j)        # not a plain string column: ids from the pool
+                    if found is None:
+                        return None
+                    desc = np.array([0, found[0].ctypes.data + 8 * found[1]], np.int64)
+                    keep.append(found[0])
+                    keep.append(desc)
+                    slots[s] = desc.ctypes.data
+                    slots[s + 1] = 0
+                else:
+                    slots[s] = src[1]
+                    slots[s + 1] = start
                 s += 2
             k += width
         if pool._pending:
             pool.sync()
-        logged = pool._fallible and pool.may_fail()
+        logged = self._logged = pool._fallible and pool.may_fail()
         slots[0] = 1 if logged else 0
-        rc = self.call(len(batches), self.address)
-        if rc:
-            if rc & 3 == NOT_CANONICAL:
-                return False
-            self.engine._native_failure(logged or self.engine._always_logged, rc >> 2)
-        return True
+        return self.call(len(batches) - pos, self.address)
+
+    def _source(self, col) -> tuple:
+        """(col, descriptor address or None, rows) of a STRING column: its Arrow chunks as
+        segments when it is a plain string column without nulls (cached per column object, the
+        column kept so that its buffers stay where the descriptor says)."""
+        desc = _segments(col)
+        entry = (col, None, 0, None) if desc is None else (col, desc.ctypes.data, int(desc[-1]), desc)
+        self._sources[id(col)] = entry
+        if len(self._sources) > SOURCES:
+            del self._sources[next(iter(self._sources))]       # the oldest
+        return entry
+
+    def _intern_strings(self, b) -> int:
+        """Intern the strings of batch b's STRING columns the dictionary lacks (Arrow's unique,
+        then Python once per distinct string of the batch); returns how many were new."""
+        fr = self.relation(b.relation)
+        pool = self.engine._pool
+        new = set()
+        for j in fr.strings:
+            origin = b.origin
+            col = origin[0].columns[j].slice(origin[1], len(b.signs)) if origin is not None else b.columns[j]
+            new.update(s for s in pc.unique(col).to_pylist() if s not in pool.ids)
+        for s in sorted(new):           # sorted: deterministic ids
+            pool.intern(s)
+        pool.sync()
+        return len(new)
+
+
+SOURCES = 16        # string columns whose descriptors NativeFeed keeps
+
+
+def _segments(col) -> np.ndarray | None:
+    """The descriptor of a plain Arrow string column without nulls (see the module docstring),
+    or None."""
+    if col.__class__ is pa.ChunkedArray:
+        chunks = col.chunks
+    elif col.__class__ is pa.StringArray:
+        chunks = (col,)
+    else:
+        return None
+    if col.null_count or not all(c.__class__ is pa.StringArray for c in chunks):
+        return None
+    words, row = [0], 0
+    for c in chunks:
+        if not len(c):
+            continue
+        _, offsets, data = c.buffers()
+        words += [row, offsets.address + 4 * c.offset, 0 if data is None else data.address]
+        row += len(c)
+    words[0] = (len(words) - 1) // 3
+    words.append(row)
+    return np.array(words, np.int64) if words[0] else None
 
 
 from toaster.runtime.batch import Batch as _Batch  # noqa: E402

@@ -282,6 +282,18 @@ class StringPool:
         self._parents_at = -1         # ... valid while no collection happened since
         self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
         self._roots_at = 0            # ... valid while no collection happened since
+        self.native_hash = None       # string_hash.NativeStringHash kept equal to `ids` (toaster.feed)
+
+    def attach_hash(self, table) -> None:
+        """Keep the native string table `table` holding every live string with its id."""
+        self.native_hash = table
+        self.rehash()
+
+    def rehash(self) -> None:
+        """Fill the native table anew from the dictionary."""
+        if self.native_hash is not None:
+            self.native_hash.clear()
+            self.native_hash.add(list(self.ids.values()), self.strings)
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
@@ -513,6 +525,8 @@ class StringPool:
                 t.fill(where, strs, self)
         if self._ranks is not None:
             self._ranks.update(arrived, self.strings)
+        if self.native_hash is not None and arrived:
+            self.native_hash.add([i for i in arrived if self.strings[i] is not None], self.strings)
 
     def may_fail(self) -> bool:
         """Some live string has an invalid entry in a fallible table (a trigger may fail)."""
@@ -577,3 +591,4 @@ class StringPool:
             self._ranks.collected(live, strings)
         self._live_after_collect = len(live)
         self.collections += 1
+        self.rehash()
