@@ -490,10 +490,12 @@ class NativeFeed:
                 else:
                     col, start = b.columns[j], 0
                 src = self._sources.get(id(col))
-                if src is None or src[0] is not col:
+                if src is None or src.col is not col:
                     src = self._source(col)
                 n = len(b.signs)
-                if src[1] is None or (start + n > src[2] if origin is not None else n != src[2]):
+                if src.rows < start + n and src.address is not None:
+                    src.extend(start + n)
+                if src.address is None or (start + n > src.rows if origin is not None else n != src.total):
                     found = pool.batch_ids(b, j)        # not a plain string column: ids from the pool
                     if found is None:
                         return None
@@ -503,7 +505,7 @@ class NativeFeed:
                     slots[s] = desc.ctypes.data
                     slots[s + 1] = 0
                 else:
-                    slots[s] = src[1]
+                    slots[s] = src.address
                     slots[s + 1] = start
                 s += 2
             k += width
@@ -513,16 +515,11 @@ class NativeFeed:
         slots[0] = 1 if logged else 0
         return self.call(len(batches) - pos, self.address)
 
-    def _source(self, col) -> tuple:
-        """(col, descriptor address or None, rows) of a STRING column: its Arrow chunks as
-        segments when it is a plain string column without nulls (cached per column object, the
-        column kept so that its buffers stay where the descriptor says)."""
-        desc = _segments(col)
-        entry = (col, None, 0, None) if desc is None else (col, desc.ctypes.data, int(desc[-1]), desc)
-        self._sources[id(col)] = entry
+    def _source(self, col) -> "StringSource":
+        src = self._sources[id(col)] = StringSource(col)
         if len(self._sources) > SOURCES:
             del self._sources[next(iter(self._sources))]       # the oldest
-        return entry
+        return src
 
     def _intern_strings(self, b) -> int:
         """Intern the strings of batch b's STRING columns the dictionary lacks (Arrow's unique,
@@ -543,27 +540,40 @@ class NativeFeed:
 SOURCES = 16        # string columns whose descriptors NativeFeed keeps
 
 
-def _segments(col) -> np.ndarray | None:
+class StringSource:
     """The descriptor of a plain Arrow string column without nulls (see the module docstring),
-    or None."""
-    if col.__class__ is pa.ChunkedArray:
-        chunks = col.chunks
-    elif col.__class__ is pa.StringArray:
-        chunks = (col,)
-    else:
-        return None
-    if col.null_count or not all(c.__class__ is pa.StringArray for c in chunks):
-        return None
-    words, row = [0], 0
-    for c in chunks:
-        if not len(c):
-            continue
-        _, offsets, data = c.buffers()
-        words += [row, offsets.address + 4 * c.offset, 0 if data is None else data.address]
-        row += len(c)
-    words[0] = (len(words) - 1) // 3
-    words.append(row)
-    return np.array(words, np.int64) if words[0] else None
+    built as far as batches have reached (a whole file's column has hundreds of chunks, ~3 us
+    each), kept per column object (the column held so that its buffers stay where the
+    descriptor says); address None for any other column."""
+    __slots__ = ("col", "address", "rows", "total", "_words", "_next", "_desc")
+
+    def __init__(self, col):
+        self.col, self.address, self.rows, self._words, self._next = col, None, 0, [0, 0], 0
+        self.total = len(col) if isinstance(col, (pa.Array, pa.ChunkedArray)) else 0
+        if (col.__class__ in (pa.ChunkedArray, pa.StringArray) and col.type == pa.string()
+                and not col.null_count and self.total):
+            self.extend(1)
+
+    def extend(self, rows: int) -> None:
+        """Cover at least `rows` rows (and twice the chunks covered so far)."""
+        col, words = self.col, self._words
+        chunks = col.num_chunks if col.__class__ is pa.ChunkedArray else 1
+        stop = min(chunks, max(2 * self._next, self._next + 1))
+        k = self._next
+        while k < chunks and (k < stop or self.rows < rows):
+            c = col.chunk(k) if chunks > 1 or col.__class__ is pa.ChunkedArray else col
+            k += 1
+            if not len(c):
+                continue
+            _, offsets, data = c.buffers()
+            words[-1:] = [self.rows, offsets.address + 4 * c.offset, 0 if data is None else data.address]
+            self.rows += len(c)
+            words.append(self.rows)
+            words[0] += 1
+        self._next = k
+        if words[0]:
+            self._desc = np.array(words, np.int64)
+            self.address = self._desc.ctypes.data
 
 
 from toaster.runtime.batch import Batch as _Batch  # noqa: E402
