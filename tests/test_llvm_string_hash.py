@@ -85,3 +85,17 @@ def test_a_whole_column_batch_and_a_dictionary_column():
         fed.assert_matches_duckdb()
     finally:
         fed.close()
+
+
+def test_a_large_batch_of_distinct_strings_interns_in_few_rounds():
+    fed = Fed("batch", SQL)
+    n = 20000
+    c = pa.chunked_array([pa.array([f"name{k}z" for k in range(a, a + 5000)]) for a in range(0, n, 5000)])
+    e = pa.chunked_array([pa.array(["z"] * 5000)] * 4)
+    big = Batch("T", np.ones(n, np.int8), (np.arange(n), c, e), checked=True)
+    try:
+        fed.apply_many([big])
+        assert sum(1 for x in fed.codes if x & 3 == 3) <= 4        # windows of 4,096 rows, doubling
+        fed.assert_matches_duckdb()
+    finally:
+        fed.close()

@@ -4,10 +4,12 @@ One native call per group of input batches: a reader's checked stream batches (`
 go to `toaster.feed` (feed.py), linked into the program's module, which checks their numpy
 columns itself (reading the array and tuple objects whose `id()`s Python puts in a reused slots
 array), switches the undo log on and off, runs process_<REL> per batch and tests for failures:
-per batch Python does a few lookups and slot stores (~2 us for a 1,000-row batch where the
-former path below took 6-25). String columns read by a trigger become dictionary ids in Python
-(strings.py): a batch cut by Batch.slice reads the ids of the column it was cut from, encoded
-8,192 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
+per batch Python does a few lookups and slot stores (~1-2 us for a 1,000-row batch where the
+former path below took 6-25). String columns read by a trigger are encoded to dictionary ids
+inside that call, from their Arrow buffers, through a native string hash table kept equal to the
+dictionary (string_hash.py); a batch with strings the table lacks returns to Python, which
+interns them (once per new distinct string) and calls again. Dictionary-encoded columns get their
+ids from the dictionary in Python (strings.py). Anything the native check refuses (another dtype, a strided or subclassed
 array, an Arrow numeric column, NULLs, a TABLE) takes the Python path: the generic check and
 conversion (Engine._checked), or for canonical columns `_fast_feed`, then `_run` computes the
 column addresses and calls process_<REL>. read_map() reads the native hash table memory back

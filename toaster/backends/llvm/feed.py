@@ -42,6 +42,7 @@ from llvmlite import ir
 from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.string_hash import EXTERNAL as STRING_HASH_EXTERNAL, build_string_hash
 
+I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
@@ -151,6 +152,8 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     # the STRING columns' ids of the batch being run (n words per column read), grown as batches grow
     sids = ext_global("feed.sids", PTR, ir.Constant(PTR, None))
     sids_cap = ext_global("feed.sids_cap", I64, _i64(0))
+    miss = ext_global("feed.miss", I64, _i64(0))     # the string column (k) of a MISSING return
+    ext_global("feed.miss_row", I64, _i64(0))         # ... and its first row the table lacks
     encode = _build_encode(m, build_string_hash(m))
     procs = {r.index: ir.Function(m, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(r.types)), r.process)
              for r in relations}
@@ -264,6 +267,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                     out = b.gep(scratch, [b.mul(n, _i64(k))], inbounds=True, source_etype=I64)
                     got = b.call(encode, [as_ptr(slot(rec, 3 + 2 * k)), slot(rec, 4 + 2 * k), n, out])
                     with b.if_then(b.icmp_unsigned("==", b.ptrtoint(got, I64), _i64(0)), likely=False):
+                        b.store(_i64(k), miss)
                         fail(i, MISSING)
                     ids[j] = got
             if has_undo:
@@ -356,6 +360,8 @@ def _build_encode(m, find) -> ir.Function:
     b.ret(b.gep(b.inttoptr(at(_i64(1)), PTR), [start], inbounds=True, source_etype=I64))
     b.position_at_end(segs)
     stop = b.add(start, n)
+    missed = b.alloca(I1)        # some string was not found (its row holds -1; every row is done)
+    b.store(ir.Constant(I1, 0), missed)
     seg_head = f.append_basic_block("seg.head")
     seg_body = f.append_basic_block("seg.body")
     seg_next = f.append_basic_block("seg.next")
@@ -384,8 +390,10 @@ def _build_encode(m, find) -> ir.Function:
     o0 = b.sext(b.load(b.gep(offs, [local], inbounds=True, source_etype=I32), typ=I32), I64)
     o1 = b.sext(b.load(b.gep(offs, [b.add(local, _i64(1))], inbounds=True, source_etype=I32), typ=I32), I64)
     sid = b.call(find, [b.gep(data, [o0], inbounds=True, source_etype=I8), b.sub(o1, o0)])
-    with b.if_then(b.icmp_signed("<", sid, _i64(0)), likely=False):
-        b.ret(ir.Constant(PTR, None))
+    was, now = b.load(missed, typ=I1), b.icmp_signed("<", sid, _i64(0))
+    first_row = m.globals["feed.miss_row"]
+    b.store(b.select(b.and_(now, b.not_(was)), b.sub(row, start), b.load(first_row, typ=I64)), first_row)
+    b.store(b.or_(was, now), missed)
     b.store(sid, b.gep(out, [b.sub(row, start)], inbounds=True, source_etype=I64))
     row.add_incoming(b.add(row, _i64(1)), b.block)
     b.branch(row_head)
@@ -393,7 +401,7 @@ def _build_encode(m, find) -> ir.Function:
     k.add_incoming(b.add(k, _i64(1)), seg_next)
     b.branch(seg_head)
     b.position_at_end(done)
-    b.ret(out)
+    b.ret(b.select(b.load(missed, typ=I1), ir.Constant(PTR, None), out))
     return f
 
 
@@ -414,7 +422,9 @@ class NativeFeed:
         self.clock = ctypes.c_int64.from_address(address_of_global("feed.clock"))
         self.ns = ctypes.c_int64.from_address(address_of_global("feed.ns"))
         self.release = ctypes.CFUNCTYPE(None)(function_address("toaster.feed_release"))
-        self._sources: dict = {}        # id(string column) -> _source entry
+        self._sources: dict = {}        # id(string column) -> StringSource
+        self.miss = ctypes.c_int64.from_address(address_of_global("feed.miss"))
+        self.miss_row = ctypes.c_int64.from_address(address_of_global("feed.miss_row"))
         self._logged = False
         self._grow(4)
 
@@ -441,7 +451,7 @@ class NativeFeed:
         """Feed the batches natively; False when some batch is not for this path (nothing ran).
         A batch holding strings the native hash table lacks returns to Python, which interns
         them and calls again from that batch on."""
-        pos, retried = 0, -1
+        pos, retried, window = 0, -1, WINDOW
         while True:
             rc = self._call(batches, pos)
             if rc == 0:
@@ -455,7 +465,8 @@ class NativeFeed:
             if kind == FAILED:
                 self.engine._native_failure(self._logged or self.engine._always_logged, i)
             # MISSING: batch i has strings the table lacks (none of it ran)
-            if not self._intern_strings(batches[i]):
+            window = 2 * window if i == pos else WINDOW    # the same batch again: a wider window
+            if not self._intern_strings(batches[i], self.miss.value, self.miss_row.value, window):
                 if retried == i:
                     raise RuntimeError("internal error: the native string table misses strings "
                                        "the dictionary holds")
@@ -521,21 +532,26 @@ class NativeFeed:
             del self._sources[next(iter(self._sources))]       # the oldest
         return src
 
-    def _intern_strings(self, b) -> int:
-        """Intern the strings of batch b's STRING columns the dictionary lacks (Arrow's unique,
-        then Python once per distinct string of the batch); returns how many were new."""
+    def _intern_strings(self, b, k: int, row: int, window: int) -> int:
+        """Intern the strings of rows [row, row + window) of batch b's k-th STRING column read
+        (row: the first one native code did not find) that the dictionary lacks: Arrow's unique
+        over the window, then Python once per new distinct string; returns how many were new.
+        The caller doubles the window while the same batch misses again (few calls even when
+        every row holds a new string; one when a column holds a few distinct strings)."""
         fr = self.relation(b.relation)
         pool = self.engine._pool
-        new = set()
-        for j in fr.strings:
-            origin = b.origin
-            col = origin[0].columns[j].slice(origin[1], len(b.signs)) if origin is not None else b.columns[j]
-            new.update(s for s in pc.unique(col).to_pylist() if s not in pool.ids)
-        for s in sorted(new):           # sorted: deterministic ids
+        j, n = fr.strings[k], len(b.signs)
+        origin = b.origin
+        start = origin[1] if origin is not None else 0
+        col = (origin[0].columns[j] if origin is not None else b.columns[j]).slice(start + row, min(window, n - row))
+        new = sorted(s for s in pc.unique(col).to_pylist() if s not in pool.ids)   # sorted: deterministic ids
+        for s in new:
             pool.intern(s)
         pool.sync()
         return len(new)
 
+
+WINDOW = 4096       # rows whose strings one MISSING return interns at first
 
 SOURCES = 16        # string columns whose descriptors NativeFeed keeps
 
