@@ -544,9 +544,9 @@ class NativeFeed:
         origin = b.origin
         start = origin[1] if origin is not None else 0
         col = (origin[0].columns[j] if origin is not None else b.columns[j]).slice(start + row, min(window, n - row))
-        new = sorted(s for s in pc.unique(col).to_pylist() if s not in pool.ids)   # sorted: deterministic ids
-        for s in new:
-            pool.intern(s)
+        known = pool.ids
+        new = sorted(s for s in pc.unique(col).to_pylist() if s not in known)   # sorted: deterministic ids
+        pool.intern_new(new)
         pool.sync()
         return len(new)
 

@@ -308,6 +308,22 @@ class StringPool:
             self._pending.append(i)
         return i
 
+    def intern_new(self, strs: list) -> None:
+        """intern() of distinct strings the dictionary lacks, in order, without a Python call
+        per string (freed ids first, smallest first, then new ones)."""
+        free = self._free
+        k = min(len(free), len(strs))
+        ids = free[len(free) - k:][::-1]
+        del free[len(free) - k:]
+        strings = self.strings
+        for i, s in zip(ids, strs):
+            strings[i] = s
+        top = len(strings)
+        strings.extend(strs[k:])
+        ids.extend(range(top, len(strings)))
+        self.ids.update(zip(strs, ids))
+        self._pending.extend(ids)
+
     def __len__(self) -> int:
         """Live strings."""
         return len(self.ids)
