@@ -16,7 +16,7 @@ dimension of the batch's length, C-contiguous and aligned; anything else makes t
 slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
 a fallible string table); slots[1]: unused. Then `count` records of `width` words:
     relation index, id(signs), id(columns), then per STRING column read: descriptor address, start
-A descriptor (an int64 array Python keeps per Arrow column, `string_source`) is either
+A descriptor (an int64 array Python keeps per Arrow column, string_hash.StringSource) is either
 [0, address of int64 ids] (ids of rows start...), or [segments, (first row, address of the int32
 offsets of that row, address of the UTF-8 bytes) per segment, rows]: the column's Arrow chunks,
 whose rows [start, start + n) native code encodes through the string hash table
@@ -40,7 +40,8 @@ import pyarrow.compute as pc
 from llvmlite import ir
 
 from toaster.types import BOOL, FLOAT, STRING
-from toaster.backends.llvm.string_hash import EXTERNAL as STRING_HASH_EXTERNAL, build_string_hash
+from toaster.backends.llvm.string_hash import (EXTERNAL as STRING_HASH_EXTERNAL, StringSource, build_encode,
+                                               build_string_hash)
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -154,7 +155,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     sids_cap = ext_global("feed.sids_cap", I64, _i64(0))
     miss = ext_global("feed.miss", I64, _i64(0))     # the string column (k) of a MISSING return
     ext_global("feed.miss_row", I64, _i64(0))         # ... and its first row the table lacks
-    encode = _build_encode(m, build_string_hash(m))
+    encode = build_encode(m, build_string_hash(m))
     procs = {r.index: ir.Function(m, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(r.types)), r.process)
              for r in relations}
 
@@ -341,70 +342,6 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     return str(m)
 
 
-def _build_encode(m, find) -> ir.Function:
-    """feed.encode(desc, start, n, out) -> ids pointer: a descriptor's rows [start, start + n) as
-    ids (an ids descriptor: a pointer into its array; segments: encoded into out), or null when
-    some string is not in the hash table."""
-    f = ir.Function(m, ir.FunctionType(PTR, [PTR, I64, I64, PTR]), "feed.encode")
-    f.linkage = "internal"
-    desc, start, n, out = f.args
-    b = ir.IRBuilder(f.append_basic_block("entry"))
-
-    def at(k):                   # desc[k]
-        return b.load(b.gep(desc, [k], inbounds=True, source_etype=I64), typ=I64)
-    nseg = at(_i64(0))
-    ids_mode = f.append_basic_block("ids")
-    segs = f.append_basic_block("segments")
-    b.cbranch(b.icmp_signed("==", nseg, _i64(0)), ids_mode, segs)
-    b.position_at_end(ids_mode)
-    b.ret(b.gep(b.inttoptr(at(_i64(1)), PTR), [start], inbounds=True, source_etype=I64))
-    b.position_at_end(segs)
-    stop = b.add(start, n)
-    missed = b.alloca(I1)        # some string was not found (its row holds -1; every row is done)
-    b.store(ir.Constant(I1, 0), missed)
-    seg_head = f.append_basic_block("seg.head")
-    seg_body = f.append_basic_block("seg.body")
-    seg_next = f.append_basic_block("seg.next")
-    done = f.append_basic_block("done")
-    b.branch(seg_head)
-    b.position_at_end(seg_head)
-    k = b.phi(I64, "k")
-    k.add_incoming(_i64(0), segs)
-    b.cbranch(b.icmp_signed("<", k, nseg), seg_body, done)
-    b.position_at_end(seg_body)
-    base = b.add(_i64(1), b.mul(k, _i64(3)))
-    r0, r1 = at(base), at(b.add(base, _i64(3)))
-    offs = b.inttoptr(at(b.add(base, _i64(1))), PTR)
-    data = b.inttoptr(at(b.add(base, _i64(2))), PTR)
-    lo = b.select(b.icmp_signed(">", r0, start), r0, start)
-    hi = b.select(b.icmp_signed("<", r1, stop), r1, stop)
-    row_head = f.append_basic_block("row.head")
-    row_body = f.append_basic_block("row.body")
-    b.branch(row_head)
-    b.position_at_end(row_head)
-    row = b.phi(I64, "row")
-    row.add_incoming(lo, seg_body)
-    b.cbranch(b.icmp_signed("<", row, hi), row_body, seg_next)
-    b.position_at_end(row_body)
-    local = b.sub(row, r0)
-    o0 = b.sext(b.load(b.gep(offs, [local], inbounds=True, source_etype=I32), typ=I32), I64)
-    o1 = b.sext(b.load(b.gep(offs, [b.add(local, _i64(1))], inbounds=True, source_etype=I32), typ=I32), I64)
-    sid = b.call(find, [b.gep(data, [o0], inbounds=True, source_etype=I8), b.sub(o1, o0)])
-    was, now = b.load(missed, typ=I1), b.icmp_signed("<", sid, _i64(0))
-    first_row = m.globals["feed.miss_row"]
-    b.store(b.select(b.and_(now, b.not_(was)), b.sub(row, start), b.load(first_row, typ=I64)), first_row)
-    b.store(b.or_(was, now), missed)
-    b.store(sid, b.gep(out, [b.sub(row, start)], inbounds=True, source_etype=I64))
-    row.add_incoming(b.add(row, _i64(1)), b.block)
-    b.branch(row_head)
-    b.position_at_end(seg_next)
-    k.add_incoming(b.add(k, _i64(1)), seg_next)
-    b.branch(seg_head)
-    b.position_at_end(done)
-    b.ret(b.select(b.load(missed, typ=I1), ir.Constant(PTR, None), out))
-    return f
-
-
 # ------------------------------------------------------------------------------ the caller
 class NativeFeed:
     """The engine's side of toaster.feed: the reused slots array, the relations it takes, and
@@ -554,42 +491,6 @@ class NativeFeed:
 WINDOW = 4096       # rows whose strings one MISSING return interns at first
 
 SOURCES = 16        # string columns whose descriptors NativeFeed keeps
-
-
-class StringSource:
-    """The descriptor of a plain Arrow string column without nulls (see the module docstring),
-    built as far as batches have reached (a whole file's column has hundreds of chunks, ~3 us
-    each), kept per column object (the column held so that its buffers stay where the
-    descriptor says); address None for any other column."""
-    __slots__ = ("col", "address", "rows", "total", "_words", "_next", "_desc")
-
-    def __init__(self, col):
-        self.col, self.address, self.rows, self._words, self._next = col, None, 0, [0, 0], 0
-        self.total = len(col) if isinstance(col, (pa.Array, pa.ChunkedArray)) else 0
-        if (col.__class__ in (pa.ChunkedArray, pa.StringArray) and col.type == pa.string()
-                and not col.null_count and self.total):
-            self.extend(1)
-
-    def extend(self, rows: int) -> None:
-        """Cover at least `rows` rows (and twice the chunks covered so far)."""
-        col, words = self.col, self._words
-        chunks = col.num_chunks if col.__class__ is pa.ChunkedArray else 1
-        stop = min(chunks, max(2 * self._next, self._next + 1))
-        k = self._next
-        while k < chunks and (k < stop or self.rows < rows):
-            c = col.chunk(k) if chunks > 1 or col.__class__ is pa.ChunkedArray else col
-            k += 1
-            if not len(c):
-                continue
-            _, offsets, data = c.buffers()
-            words[-1:] = [self.rows, offsets.address + 4 * c.offset, 0 if data is None else data.address]
-            self.rows += len(c)
-            words.append(self.rows)
-            words[0] += 1
-        self._next = k
-        if words[0]:
-            self._desc = np.array(words, np.int64)
-            self.address = self._desc.ctypes.data
 
 
 from toaster.runtime.batch import Batch as _Batch  # noqa: E402

@@ -12,6 +12,9 @@ strings are found in native code the next time.
     void toaster.strhash_insert(i8* data, i32* offsets, i64* ids, i64 n)
         strings k in [0, n): bytes data[offsets[k]:offsets[k + 1]] get id ids[k]
     void toaster.strhash_clear()
+
+build_encode adds toaster.feed's loop over a column descriptor's rows (segments of Arrow chunks,
+or an ids array); StringSource is the Python side of a descriptor.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 from llvmlite import ir
 
+I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
@@ -255,3 +259,103 @@ def _utf8(s: str) -> bool:
         return True
     except UnicodeError:
         return False
+
+
+def build_encode(m, find) -> ir.Function:
+    """feed.encode(desc, start, n, out) -> ids pointer: a descriptor's rows [start, start + n) as
+    ids (an ids descriptor: a pointer into its array; segments: encoded into out), or null when
+    some string is not in the hash table."""
+    f = ir.Function(m, ir.FunctionType(PTR, [PTR, I64, I64, PTR]), "feed.encode")
+    f.linkage = "internal"
+    desc, start, n, out = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+
+    def at(k):                   # desc[k]
+        return b.load(b.gep(desc, [k], inbounds=True, source_etype=I64), typ=I64)
+    nseg = at(_i64(0))
+    ids_mode = f.append_basic_block("ids")
+    segs = f.append_basic_block("segments")
+    b.cbranch(b.icmp_signed("==", nseg, _i64(0)), ids_mode, segs)
+    b.position_at_end(ids_mode)
+    b.ret(b.gep(b.inttoptr(at(_i64(1)), PTR), [start], inbounds=True, source_etype=I64))
+    b.position_at_end(segs)
+    stop = b.add(start, n)
+    missed = b.alloca(I1)        # some string was not found (its row holds -1; every row is done)
+    b.store(ir.Constant(I1, 0), missed)
+    seg_head = f.append_basic_block("seg.head")
+    seg_body = f.append_basic_block("seg.body")
+    seg_next = f.append_basic_block("seg.next")
+    done = f.append_basic_block("done")
+    b.branch(seg_head)
+    b.position_at_end(seg_head)
+    k = b.phi(I64, "k")
+    k.add_incoming(_i64(0), segs)
+    b.cbranch(b.icmp_signed("<", k, nseg), seg_body, done)
+    b.position_at_end(seg_body)
+    base = b.add(_i64(1), b.mul(k, _i64(3)))
+    r0, r1 = at(base), at(b.add(base, _i64(3)))
+    offs = b.inttoptr(at(b.add(base, _i64(1))), PTR)
+    data = b.inttoptr(at(b.add(base, _i64(2))), PTR)
+    lo = b.select(b.icmp_signed(">", r0, start), r0, start)
+    hi = b.select(b.icmp_signed("<", r1, stop), r1, stop)
+    row_head = f.append_basic_block("row.head")
+    row_body = f.append_basic_block("row.body")
+    b.branch(row_head)
+    b.position_at_end(row_head)
+    row = b.phi(I64, "row")
+    row.add_incoming(lo, seg_body)
+    b.cbranch(b.icmp_signed("<", row, hi), row_body, seg_next)
+    b.position_at_end(row_body)
+    local = b.sub(row, r0)
+    o0 = b.sext(b.load(b.gep(offs, [local], inbounds=True, source_etype=I32), typ=I32), I64)
+    o1 = b.sext(b.load(b.gep(offs, [b.add(local, _i64(1))], inbounds=True, source_etype=I32), typ=I32), I64)
+    sid = b.call(find, [b.gep(data, [o0], inbounds=True, source_etype=I8), b.sub(o1, o0)])
+    was, now = b.load(missed, typ=I1), b.icmp_signed("<", sid, _i64(0))
+    first_row = m.globals["feed.miss_row"]
+    b.store(b.select(b.and_(now, b.not_(was)), b.sub(row, start), b.load(first_row, typ=I64)), first_row)
+    b.store(b.or_(was, now), missed)
+    b.store(sid, b.gep(out, [b.sub(row, start)], inbounds=True, source_etype=I64))
+    row.add_incoming(b.add(row, _i64(1)), b.block)
+    b.branch(row_head)
+    b.position_at_end(seg_next)
+    k.add_incoming(b.add(k, _i64(1)), seg_next)
+    b.branch(seg_head)
+    b.position_at_end(done)
+    b.ret(b.select(b.load(missed, typ=I1), ir.Constant(PTR, None), out))
+    return f
+
+
+class StringSource:
+    """The descriptor of a plain Arrow string column without nulls (see the module docstring),
+    built as far as batches have reached (a whole file's column has hundreds of chunks, ~3 us
+    each), kept per column object (the column held so that its buffers stay where the
+    descriptor says); address None for any other column."""
+    __slots__ = ("col", "address", "rows", "total", "_words", "_next", "_desc")
+
+    def __init__(self, col):
+        self.col, self.address, self.rows, self._words, self._next = col, None, 0, [0, 0], 0
+        self.total = len(col) if isinstance(col, (pa.Array, pa.ChunkedArray)) else 0
+        if (col.__class__ in (pa.ChunkedArray, pa.StringArray) and col.type == pa.string()
+                and not col.null_count and self.total):
+            self.extend(1)
+
+    def extend(self, rows: int) -> None:
+        """Cover at least `rows` rows (and twice the chunks covered so far)."""
+        col, words = self.col, self._words
+        chunks = col.num_chunks if col.__class__ is pa.ChunkedArray else 1
+        stop = min(chunks, max(2 * self._next, self._next + 1))
+        k = self._next
+        while k < chunks and (k < stop or self.rows < rows):
+            c = col.chunk(k) if chunks > 1 or col.__class__ is pa.ChunkedArray else col
+            k += 1
+            if not len(c):
+                continue
+            _, offsets, data = c.buffers()
+            words[-1:] = [self.rows, offsets.address + 4 * c.offset, 0 if data is None else data.address]
+            self.rows += len(c)
+            words.append(self.rows)
+            words[0] += 1
+        self._next = k
+        if words[0]:
+            self._desc = np.array(words, np.int64)
+            self.address = self._desc.ctypes.data
