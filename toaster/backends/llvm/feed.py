@@ -35,7 +35,6 @@ import ctypes
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 from llvmlite import ir
 
