@@ -82,7 +82,9 @@ def test_sliced_reader_batches_run_natively_one_call_per_group(mode, monkeypatch
     try:
         for start in range(0, 2000, 300):
             fed.apply_many([rs["S"].slice(start, start + 300), rs["R"].slice(start, start + 300)])
-        assert fed.calls == len(range(0, 2000, 300)) and not any(fed.codes)
+        # one call per group, and one more per batch holding strings new to the native table
+        missing = sum(1 for c in fed.codes if c & 3 == 3)
+        assert fed.calls - missing == len(range(0, 2000, 300)) and all(c in (0,) or c & 3 == 3 for c in fed.codes)
         assert fed.engine._pool.collections > 0
         fed.assert_matches_duckdb()
     finally:

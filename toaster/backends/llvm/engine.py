@@ -4,10 +4,12 @@ One native call per group of input batches: a reader's checked stream batches (`
 go to `toaster.feed` (feed.py), linked into the program's module, which checks their numpy
 columns itself (reading the array and tuple objects whose `id()`s Python puts in a reused slots
 array), switches the undo log on and off, runs process_<REL> per batch and tests for failures:
-per batch Python does a few lookups and slot stores (~2 us for a 1,000-row batch where the
-former path below took 6-25). String columns read by a trigger become dictionary ids in Python
-(strings.py): a batch cut by Batch.slice reads the ids of the column it was cut from, encoded
-8,192 rows at a time. Anything the native check refuses (another dtype, a strided or subclassed
+per batch Python does a few lookups and slot stores (~1-2 us for a 1,000-row batch where the
+former path below took 6-25). String columns read by a trigger are encoded to dictionary ids
+inside that call, from their Arrow buffers, through a native string hash table kept equal to the
+dictionary (string_hash.py); a batch with strings the table lacks returns to Python, which
+interns them (once per new distinct string) and calls again. Dictionary-encoded columns get their
+ids from the dictionary in Python (strings.py). Anything the native check refuses (another dtype, a strided or subclassed
 array, an Arrow numeric column, NULLs, a TABLE) takes the Python path: the generic check and
 conversion (Engine._checked), or for canonical columns `_fast_feed`, then `_run` computes the
 column addresses and calls process_<REL>. read_map() reads the native hash table memory back
@@ -52,6 +54,7 @@ from toaster.runtime.reads import ProgramReads
 from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
 from toaster.backends.llvm.strings import StringPool
+from toaster.backends.llvm.string_hash import NativeStringHash
 from toaster.backends.llvm.feed import FeedRelation, NativeFeed, build_feed_ir, probe_layout
 # the JIT (jit.py); compile_module, _init_llvm and the level constants are imported from here too
 from toaster.backends.llvm.jit import LIGHT_PASSES, OPT_LEVELS, _init_llvm, compile_module  # noqa: F401
@@ -111,6 +114,8 @@ class LLVMEngine(Engine):
             raise overflow_error(module.overflow_sites[self._overflow_site.value], self.queries, prog)
         self._native_feed = None if layout is None else NativeFeed(
             self, feed_relations, self._ee.get_global_value_address, addr)
+        if layout is not None:        # STRING columns are encoded inside toaster.feed
+            self._pool.attach_hash(NativeStringHash(addr))
         self._zeros = np.zeros(1024, np.int64)     # the Python path's stand-in for unread columns
         self._clock = -1                # timing native calls: a clock id (time_native)
         self._py_native_ns = 0          # ... of the calls made by the Python path

@@ -15,10 +15,16 @@ dimension of the batch's length, C-contiguous and aligned; anything else makes t
     i64 toaster.feed(i64 count, i64* slots)
 slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
 a fallible string table); slots[1]: unused. Then `count` records of `width` words:
-    relation index, id(signs), id(columns), then per STRING column read: id(int64 ids array), start
+    relation index, id(signs), id(columns), then per STRING column read: descriptor address, start
+A descriptor (an int64 array Python keeps per Arrow column, string_hash.StringSource) is either
+[0, address of int64 ids] (ids of rows start...), or [segments, (first row, address of the int32
+offsets of that row, address of the UTF-8 bytes) per segment, rows]: the column's Arrow chunks,
+whose rows [start, start + n) native code encodes through the string hash table
+(string_hash.py) into a scratch buffer -- no Python, numpy or Arrow call per batch.
 Returns 0 (all ran), or (i << 2) | 1 (batch i is not canonical; no batch ran), or (i << 2) | 2
 (batch i failed natively -- an integer overflow or a failing string function -- and was rolled
-back when the log was on; the batches before it ran).
+back when the log was on; the batches before it ran), or (i << 2) | 3 (batch i holds a string
+the hash table lacks; it did not run, the batches before it did).
 
 `feed.clock` (-1: off) is a clock id for clock_gettime; when set, each call adds its duration in
 nanoseconds to `feed.ns` (the native share of apply time that bench reports).
@@ -29,21 +35,25 @@ import ctypes
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow.compute as pc
 from llvmlite import ir
 
 from toaster.types import BOOL, FLOAT, STRING
+from toaster.backends.llvm.string_hash import (EXTERNAL as STRING_HASH_EXTERNAL, StringSource, build_encode,
+                                               build_string_hash)
 
+I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 HEADER = 2                       # slots before the first record
-NOT_CANONICAL, FAILED = 1, 2
+NOT_CANONICAL, FAILED, MISSING = 1, 2, 3
 # feed.consts: addresses of the type and dtype objects the checks compare with (filled by the engine)
 CONSTS = ("ndarray", "tuple", "int8", "int64", "float64", "bool")
 NPY_C_CONTIGUOUS_ALIGNED = 0x0001 | 0x0100
-EXTERNAL = ("clock_gettime",)    # libc symbols the module calls
+EXTERNAL = ("clock_gettime",) + STRING_HASH_EXTERNAL    # libc symbols the module calls
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,12 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
         rollback = ir.Function(m, ir.FunctionType(VOID, []), "toaster.rollback")
         trim = ir.Function(m, ir.FunctionType(VOID, []), "toaster.undo_trim")
     gettime = ir.Function(m, ir.FunctionType(I32, [I32, PTR]), "clock_gettime")
+    # the STRING columns' ids of the batch being run (n words per column read), grown as batches grow
+    sids = ext_global("feed.sids", PTR, ir.Constant(PTR, None))
+    sids_cap = ext_global("feed.sids_cap", I64, _i64(0))
+    miss = ext_global("feed.miss", I64, _i64(0))     # the string column (k) of a MISSING return
+    ext_global("feed.miss_row", I64, _i64(0))         # ... and its first row the table lacks
+    encode = build_encode(m, build_string_hash(m))
     procs = {r.index: ir.Function(m, ir.FunctionType(VOID, [I64, PTR] + [PTR] * len(r.types)), r.process)
              for r in relations}
 
@@ -234,14 +250,28 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     # phase 2: run them, one after another, each atomic
     def run(i, rec):
         logged = _i64(1) if logged_always else slot(slots, 0)
-        if has_undo:
-            b.store(logged, undo_on)
 
         def rel_run(r):
             signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
             n = b.load(as_ptr(word(signs, layout.dims)), typ=I64)
             args = [n, as_ptr(word(signs, layout.data))]
-            strings = {j: k for k, j in enumerate(r.strings)}
+            ids = {}
+            if r.strings:       # encoded before anything of the batch runs (a miss returns)
+                need = b.mul(n, _i64(len(r.strings)))
+                with b.if_then(b.icmp_signed(">", need, b.load(sids_cap, typ=I64)), likely=False):
+                    b.call(free, [b.load(sids, typ=PTR)])
+                    b.store(b.call(calloc, [need, _i64(8)]), sids)
+                    b.store(need, sids_cap)
+                scratch = b.load(sids, typ=PTR)
+                for k, j in enumerate(r.strings):
+                    out = b.gep(scratch, [b.mul(n, _i64(k))], inbounds=True, source_etype=I64)
+                    got = b.call(encode, [as_ptr(slot(rec, 3 + 2 * k)), slot(rec, 4 + 2 * k), n, out])
+                    with b.if_then(b.icmp_unsigned("==", b.ptrtoint(got, I64), _i64(0)), likely=False):
+                        b.store(_i64(k), miss)
+                        fail(i, MISSING)
+                    ids[j] = got
+            if has_undo:
+                b.store(logged, undo_on)
             if not all(r.read):
                 with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
                     b.call(free, [b.load(zeros, typ=PTR)])
@@ -252,10 +282,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                 if not read:
                     args.append(unread)
                 elif t == STRING:
-                    k = strings[j]
-                    ids = as_ptr(slot(rec, 3 + 2 * k))
-                    args.append(b.gep(as_ptr(word(ids, layout.data)), [slot(rec, 4 + 2 * k)], inbounds=True,
-                                      source_etype=I64))
+                    args.append(ids[j])
                 else:
                     args.append(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)))
             b.call(procs[r.index], args)
@@ -283,6 +310,10 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     b.call(free, [b.load(zeros, typ=PTR)])
     b.store(ir.Constant(PTR, None), zeros)
     b.store(_i64(0), zeros_cap)
+    b.call(free, [b.load(sids, typ=PTR)])
+    b.store(ir.Constant(PTR, None), sids)
+    b.store(_i64(0), sids_cap)
+    b.call(m.globals["toaster.strhash_clear"], [])
     b.ret_void()
 
     # the entry: inner, timed when feed.clock is set
@@ -327,6 +358,10 @@ class NativeFeed:
         self.clock = ctypes.c_int64.from_address(address_of_global("feed.clock"))
         self.ns = ctypes.c_int64.from_address(address_of_global("feed.ns"))
         self.release = ctypes.CFUNCTYPE(None)(function_address("toaster.feed_release"))
+        self._sources: dict = {}        # id(string column) -> StringSource
+        self.miss = ctypes.c_int64.from_address(address_of_global("feed.miss"))
+        self.miss_row = ctypes.c_int64.from_address(address_of_global("feed.miss_row"))
+        self._logged = False
         self._grow(4)
 
     def _grow(self, records: int) -> None:
@@ -349,42 +384,112 @@ class NativeFeed:
         return fr
 
     def run(self, batches) -> bool:
-        if len(batches) > self.capacity:
-            self._grow(max(len(batches), 2 * self.capacity))
+        """Feed the batches natively; False when some batch is not for this path (nothing ran).
+        A batch holding strings the native hash table lacks returns to Python, which interns
+        them and calls again from that batch on."""
+        pos, retried, window = 0, -1, WINDOW
+        while True:
+            rc = self._call(batches, pos)
+            if rc == 0:
+                return True
+            if rc is None or rc & 3 == NOT_CANONICAL:
+                if pos == 0:
+                    return False
+                raise RuntimeError(f"internal error: the native feed refused batch {pos} after running "
+                                   "the ones before it")
+            kind, i = rc & 3, pos + (rc >> 2)
+            if kind == FAILED:
+                self.engine._native_failure(self._logged or self.engine._always_logged, i)
+            # MISSING: batch i has strings the table lacks (none of it ran)
+            window = 2 * window if i == pos else WINDOW    # the same batch again: a wider window
+            if not self._intern_strings(batches[i], self.miss.value, self.miss_row.value, window):
+                if retried == i:
+                    raise RuntimeError("internal error: the native string table misses strings "
+                                       "the dictionary holds")
+                self.engine._pool.rehash()
+                retried = i
+            pos = i
+
+    def _call(self, batches, pos: int):
+        """Fill the slots for batches[pos:] and call toaster.feed; None when some batch is not
+        for this path."""
+        if len(batches) - pos > self.capacity:
+            self._grow(max(len(batches) - pos, 2 * self.capacity))
         slots, width, pool = self.slots, self.width, self.engine._pool
-        keep = []                       # string ids arrays: alive until the call returns
+        keep = []                       # descriptors made for this call: alive until it returns
         k = HEADER
-        for b in batches:
+        for b in batches[pos:] if pos else batches:
             if b.__class__ is not _Batch or not b.checked:
-                return False
+                return None
             fr = self.by_name.get(b.relation, False)
             if fr is False:
                 fr = self.relation(b.relation)
             if fr is None:
-                return False
+                return None
             slots[k] = fr.index
             slots[k + 1] = id(b.signs)
             slots[k + 2] = id(b.columns)
             s = k + 3
             for j in fr.strings:
-                found = pool.batch_ids(b, j)
-                if found is None:
-                    return False
-                keep.append(found[0])
-                slots[s] = id(found[0])
-                slots[s + 1] = found[1]
+                origin = b.origin
+                if origin is not None:
+                    col, start = origin[0].columns[j], origin[1]
+                else:
+                    col, start = b.columns[j], 0
+                src = self._sources.get(id(col))
+                if src is None or src.col is not col:
+                    src = self._source(col)
+                n = len(b.signs)
+                if src.rows < start + n and src.address is not None:
+                    src.extend(start + n)
+                if src.address is None or (start + n > src.rows if origin is not None else n != src.total):
+                    found = pool.batch_ids(b, j)        # not a plain string column: ids from the pool
+                    if found is None:
+                        return None
+                    desc = np.array([0, found[0].ctypes.data + 8 * found[1]], np.int64)
+                    keep.append(found[0])
+                    keep.append(desc)
+                    slots[s] = desc.ctypes.data
+                    slots[s + 1] = 0
+                else:
+                    slots[s] = src.address
+                    slots[s + 1] = start
                 s += 2
             k += width
         if pool._pending:
             pool.sync()
-        logged = pool._fallible and pool.may_fail()
+        logged = self._logged = pool._fallible and pool.may_fail()
         slots[0] = 1 if logged else 0
-        rc = self.call(len(batches), self.address)
-        if rc:
-            if rc & 3 == NOT_CANONICAL:
-                return False
-            self.engine._native_failure(logged or self.engine._always_logged, rc >> 2)
-        return True
+        return self.call(len(batches) - pos, self.address)
+
+    def _source(self, col) -> "StringSource":
+        src = self._sources[id(col)] = StringSource(col)
+        if len(self._sources) > SOURCES:
+            del self._sources[next(iter(self._sources))]       # the oldest
+        return src
+
+    def _intern_strings(self, b, k: int, row: int, window: int) -> int:
+        """Intern the strings of rows [row, row + window) of batch b's k-th STRING column read
+        (row: the first one native code did not find) that the dictionary lacks: Arrow's unique
+        over the window, then Python once per new distinct string; returns how many were new.
+        The caller doubles the window while the same batch misses again (few calls even when
+        every row holds a new string; one when a column holds a few distinct strings)."""
+        fr = self.relation(b.relation)
+        pool = self.engine._pool
+        j, n = fr.strings[k], len(b.signs)
+        origin = b.origin
+        start = origin[1] if origin is not None else 0
+        col = (origin[0].columns[j] if origin is not None else b.columns[j]).slice(start + row, min(window, n - row))
+        known = pool.ids
+        new = sorted(s for s in pc.unique(col).to_pylist() if s not in known)   # sorted: deterministic ids
+        pool.intern_new(new)
+        pool.sync()
+        return len(new)
+
+
+WINDOW = 4096       # rows whose strings one MISSING return interns at first
+
+SOURCES = 16        # string columns whose descriptors NativeFeed keeps
 
 
 from toaster.runtime.batch import Batch as _Batch  # noqa: E402

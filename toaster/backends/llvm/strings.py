@@ -282,6 +282,18 @@ class StringPool:
         self._parents_at = -1         # ... valid while no collection happened since
         self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
         self._roots_at = 0            # ... valid while no collection happened since
+        self.native_hash = None       # string_hash.NativeStringHash kept equal to `ids` (toaster.feed)
+
+    def attach_hash(self, table) -> None:
+        """Keep the native string table `table` holding every live string with its id."""
+        self.native_hash = table
+        self.rehash()
+
+    def rehash(self) -> None:
+        """Fill the native table anew from the dictionary."""
+        if self.native_hash is not None:
+            self.native_hash.clear()
+            self.native_hash.add(list(self.ids.values()), self.strings)
 
     def intern(self, s: str) -> int:
         i = self.ids.get(s)
@@ -295,6 +307,22 @@ class StringPool:
             self.ids[s] = i
             self._pending.append(i)
         return i
+
+    def intern_new(self, strs: list) -> None:
+        """intern() of distinct strings the dictionary lacks, in order, without a Python call
+        per string (freed ids first, smallest first, then new ones)."""
+        free = self._free
+        k = min(len(free), len(strs))
+        ids = free[len(free) - k:][::-1]
+        del free[len(free) - k:]
+        strings = self.strings
+        for i, s in zip(ids, strs):
+            strings[i] = s
+        top = len(strings)
+        strings.extend(strs[k:])
+        ids.extend(range(top, len(strings)))
+        self.ids.update(zip(strs, ids))
+        self._pending.extend(ids)
 
     def __len__(self) -> int:
         """Live strings."""
@@ -513,6 +541,8 @@ class StringPool:
                 t.fill(where, strs, self)
         if self._ranks is not None:
             self._ranks.update(arrived, self.strings)
+        if self.native_hash is not None and arrived:
+            self.native_hash.add([i for i in arrived if self.strings[i] is not None], self.strings)
 
     def may_fail(self) -> bool:
         """Some live string has an invalid entry in a fallible table (a trigger may fail)."""
@@ -577,3 +607,4 @@ class StringPool:
             self._ranks.collected(live, strings)
         self._live_after_collect = len(live)
         self.collections += 1
+        self.rehash()
