@@ -46,7 +46,9 @@ def _spark(comp, spark, tmp_path, name, partitions=3, **kw):
 def _drop_replicas(spark, engine) -> None:
     """Every worker process forgets the engine's replicas, as if its executors were lost."""
     sc = spark.sparkContext
-    sc.parallelize(range(6), 6).mapPartitionsWithIndex(state.drop_task(engine.program.store)).collect()
+    # both kinds of replica: the Python maps (state.py) and the native partition programs' maps
+    for drop in (state.drop_task, native_state.drop_task):
+        sc.parallelize(range(6), 6).mapPartitionsWithIndex(drop(engine.program.store)).collect()
 
 
 def test_spark_round_trip_with_deletions_then_more_batches(comp, stream, spark, tmp_path):
