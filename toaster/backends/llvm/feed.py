@@ -39,15 +39,10 @@ import pyarrow.compute as pc
 from llvmlite import ir
 
 from toaster.types import BOOL, FLOAT, STRING
+from toaster.backends.llvm.hashmap import I8, I32, I64, PTR, VOID  # one set of LLVM types
 from toaster.backends.llvm.string_hash import (EXTERNAL as STRING_HASH_EXTERNAL, StringSource, build_encode,
                                                build_string_hash)
 
-I1 = ir.IntType(1)
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
-I64 = ir.IntType(64)
-PTR = ir.PointerType()
-VOID = ir.VoidType()
 HEADER = 2                       # slots before the first record
 NOT_CANONICAL, FAILED, MISSING = 1, 2, 3
 # feed.consts: addresses of the type and dtype objects the checks compare with (filled by the engine)

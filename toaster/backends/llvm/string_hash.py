@@ -24,12 +24,8 @@ import numpy as np
 import pyarrow as pa
 from llvmlite import ir
 
-I1 = ir.IntType(1)
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
-I64 = ir.IntType(64)
-PTR = ir.PointerType()
-VOID = ir.VoidType()
+from toaster.backends.llvm.hashmap import I1, I8, I32, I64, PTR, VOID  # one set of LLVM types
+
 SLOT = 32                  # bytes per slot
 EXTERNAL = ("memcmp",)     # libc symbols the table calls
 
