@@ -58,7 +58,7 @@ def _node(tg, args):
 
 def _index(tg, args):
     """(NativeMap, encoded group keys) of a call whose first argument names the index."""
-    from toaster.backends.llvm.codegen import encode_key
+    from toaster.backends.llvm.trigger_gen import encode_key
     m = tg.g.map(args[0].value)
     groups = args[3:] if len(args) > 3 else ()
     types = m.spec.key_types[:len(groups)]
