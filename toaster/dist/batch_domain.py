@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from toaster.calculus import ir as C
 from toaster.calculus.simplify import subst
-from toaster.dist.ir import Dist, map_names
+from toaster.dist.ir import Dist, Local, map_names
 
 
 def _walk(e):
@@ -148,7 +148,7 @@ def _batch_part(term, keys, v):
         else:
             return None
     group = tuple(k for k in keys if k in dvars)
-    if not deltas or v not in group:
+    if len(deltas) != 1 or v not in group:        # a batch self-join is no linear aggregate
         return None
     return C.AggSum(group, C.mk_prod(keep))
 
@@ -199,7 +199,6 @@ def restrict_rescans(prog, tags: dict):
     batch-domain terms; and the rewritten statements (their nested aggregates may run on the
     workers although later statements write the maps they read: the terms are evaluated in
     statement order inside one distributed block)."""
-    from toaster.dist.ir import Local
     triggers, marked = [], set()
     for trig in prog.triggers:
         if trig.event.kind != "batch":
