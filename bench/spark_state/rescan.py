@@ -2,6 +2,7 @@
 batch domain (toaster.dist.batch_domain; issue 10 item 1).
 
     python -m bench.spark_state.rescan [--parts 100000] [--batch 25000] [--batches 40]
+    python -m bench.spark_state.rescan --tpch DIR --batch 1000000 --batches 2
 
 The query is Q17 without its brand/container filter, so the view the LINEITEM trigger
 re-evaluates over (mLINEITEMPART3[pk, qty]) holds every line item's (part, quantity) pair:
@@ -62,14 +63,49 @@ def run(domains: bool, part, batches, spark) -> tuple[list, float]:
     return rows, value
 
 
+def tpch_ab(data: str, batch: int, batches: int, spark) -> None:
+    """TPC-H Q17 itself over a bench stream (`--tpch DIR`): the same batches with the batch
+    domain off and on, per batch wall and Spark CPU, and the final view of each."""
+    import json
+    import os
+    from bench.harness import find_query
+    from bench.spark_state.common import spark_cpu
+    from bench.stream import load_event_stream
+    from bench.tpch import StreamInfo
+    from toaster.backends.spark.engine import SparkEngine
+    from toaster.pipeline import compile_sql
+    with open(os.path.join(data, "manifest.json")) as f:
+        si = StreamInfo(**json.load(f))
+    es = load_event_stream(si.schema_sql())
+    for domains in (False, True):
+        comp = compile_sql(si.schema_sql() + "\n" + find_query("tpch_q17").text, mode="batch",
+                           pass_options={"m3_to_dist": {"batch_domains": domains}})
+        names = {r.name for r in comp.m3.relations}
+        engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+        for b in es.tables:
+            if b.relation in names:
+                engine.apply(b)
+        cells = []
+        for group in es.batches(batch, relations=sorted(names & set(es.stream_names)), limit=batch * batches):
+            c0, t0 = spark_cpu(spark), time.perf_counter()
+            engine.apply_many(group)
+            cells.append(f"wall {time.perf_counter() - t0:.2f} s, Spark CPU {spark_cpu(spark) - c0:.2f} s")
+        print(f"tpch_q17 batch_domains={domains}: " + "; ".join(cells),
+              engine.result(comp.queries[0].name).rows, flush=True)
+        engine.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
+    ap.add_argument("--tpch", metavar="DIR", help="instead: TPC-H Q17 over this bench stream, domain off and on")
     ap.add_argument("--parts", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=25_000)
     ap.add_argument("--batches", type=int, default=40)
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark
     spark = get_spark()
+    if a.tpch:
+        return tpch_ab(a.tpch, a.batch, a.batches, spark)
     part, batches = _batches(a.parts, a.batch, a.batches)
     q = 3
     results = {}
