@@ -12,6 +12,7 @@ commutes with every block in between.
 from __future__ import annotations
 
 from toaster.calculus import ir as C
+from toaster.calculus.simplify import subst
 from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import pass_
@@ -74,6 +75,16 @@ def _ordered_vars(e) -> list:
                 walk(q)
     walk(e)
     return list(dict.fromkeys(out))
+
+
+def _canonical(e, tag):
+    """e with its variables renamed by first occurrence (types kept): the CSE key of a temp, so
+    that alpha-equivalent sub-expressions (one batch aggregate written by several statements,
+    each with its own variable names: TPC-H Q3's LINEITEM trigger had five temps for two sums)
+    compute one temp and move in one exchange."""
+    names = {v: C.Var(f"__cse{i}", v.type) for i, v in enumerate(_ordered_vars(e))}
+    where = Dist(tuple(names.get(p, p) for p in tag.parts)) if isinstance(tag, Dist) else tag
+    return subst(e, names), where
 
 
 def _replace(e, old, new):
@@ -156,10 +167,11 @@ class _STF:
                 rhs_q = q if isinstance(q, C.AggSum) and q.group == tuple(keys) else C.AggSum(tuple(keys), q)
                 # CSE: within a trigger every map is read before it is written, so the same
                 # expression computes the same temp wherever it occurs
-                source = self.memo.get(("compute", rhs_q, src_tag))
+                memo_key = ("compute", *_canonical(rhs_q, src_tag))
+                source = self.memo.get(memo_key)
                 if source is None:
                     source = self.temp(keys, vtype, self.map_tag(src_tag, keys))
-                    self.remember(("compute", rhs_q, src_tag), source, map_names(rhs_q))
+                    self.remember(memo_key, source, map_names(rhs_q))
                     out.append(DistStatement(Statement(source, tuple(keys), ":=", rhs_q), src_tag))
             kind = type(t).__name__.lower()
             parts = () if isinstance(t, Gather) else tuple(keys.index(p) for p in t.parts)

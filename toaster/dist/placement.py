@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 
 from toaster.errors import UsageError
 from toaster.passes import Pass, register
+from toaster.dist.batch_domain import restrict_rescans
 from toaster.dist.ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
                                             Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
                                             map_names)
@@ -283,7 +284,9 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
     """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather."""
     local_group, bound_local, rest = [], set(), []
     for f, kind in zip(factors, kinds):
-        if kind == "local" or (kind == "nested" and not _has_dist(f, maps)):
+        if kind == "nested" and _lifts_batch(f) and _self_partitioned(f, set(), maps) is not None:
+            rest.append((f, kind))      # a batch domain: formed on the workers from linear aggregates
+        elif kind == "local" or (kind == "nested" and not _has_dist(f, maps)):
             ins, outs = C.schema(f, bound_local)
             if ins - bound_local:
                 return None             # correlated with a Dist factor: no staged plan
@@ -298,6 +301,11 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
             bound |= C.schema(f, bound)[1]
             continue
         if kind == "nested":          # evaluated where the intermediate is, if all it reads is there
+            if tag is None and nested_on_workers and (own := _self_partitioned(f, bound, maps)) is not None:
+                parts.append(_scatter_local_refs(f, own, maps))   # opens the product where its maps lie
+                tag = own
+                bound |= C.schema(f, bound)[1]
+                continue
             if not nested_on_workers or not _co_partitioned(f, tag, bound, maps):
                 return None
             parts.append(f)
@@ -341,6 +349,67 @@ def _co_partitioned(e, tag, bound: set, maps) -> bool:
         if isinstance(n, C.MapRef) and (isinstance(maps[n.name].tag, Local) or map_ref_tag(n, maps) != tag):
             return False
     return True
+
+
+def _self_partitioned(e, bound: set, maps):
+    """The Dist tag where a leading nested factor can be evaluated partition by partition, or
+    None: it needs nothing bound, reads no batch or relation, every map it reads is a Dist map
+    referenced at the same partition variable, which it outputs, and every aggregate in it keeps
+    that variable (so each partition computes exactly its own keys' rows). E.g. a batch domain
+    over scattered batch temps (toaster.dist.batch_domain)."""
+    ins, outs = C.schema(e, bound)
+    if ins - bound:
+        return None
+    tag, local_vars = None, []
+    for n in _walk(e):
+        if isinstance(n, (C.Rel, C.Extremum)):
+            return None
+        if isinstance(n, C.DeltaRel):
+            local_vars.append(set(n.vars))
+            continue
+        if isinstance(n, C.MapRef):
+            t = map_ref_tag(n, maps)
+            if isinstance(t, Local):
+                local_vars.append(set(n.vars))
+                continue
+            if not isinstance(t, Dist) or (tag is not None and t != tag):
+                return None
+            tag = t
+    if tag is None:          # only batch temps: they are Scattered on the variable all share
+        shared = set.intersection(*local_vars) & outs if local_vars else set()
+        if len(shared) != 1:
+            return None
+        tag = Dist((shared.pop(),))
+    if not set(tag.parts) <= outs or any(not set(tag.parts) <= vs for vs in local_vars):
+        return None
+    if any(isinstance(n, C.AggSum) and not set(tag.parts) <= set(n.group) for n in _walk(e)):
+        return None
+    return tag
+
+
+def _lifts_batch(e) -> bool:
+    """Whether e lifts over the batch (not linear in it: the input block could not read it)."""
+    return any(isinstance(n, C.Lift) and any(isinstance(m, C.DeltaRel) for m in _walk(n.expr)) for n in _walk(e))
+
+
+def _scatter_local_refs(e, tag, maps):
+    """e with every largest driver-side part (the batch, its temps) that outputs the partition
+    variables Scattered to `tag`."""
+    reads_driver = any(isinstance(n, C.DeltaRel) or (isinstance(n, C.MapRef) and isinstance(maps[n.name].tag, Local))
+                       for n in _walk(e))
+    linear = not any(isinstance(n, (C.Lift, C.Extremum)) for n in _walk(e))   # the input block stays linear
+    if reads_driver and linear and not _has_dist(e, maps) and set(tag.parts) <= _outputs(e):
+        return Scatter(tag.parts, e)
+    match e:
+        case C.Prod(fs):
+            return C.Prod(tuple(_scatter_local_refs(f, tag, maps) for f in fs))
+        case C.Sum(ts):
+            return C.Sum(tuple(_scatter_local_refs(t, tag, maps) for t in ts))
+        case C.AggSum(gs, q):
+            return C.AggSum(gs, _scatter_local_refs(q, tag, maps))
+        case C.Lift(v, q):
+            return C.Lift(v, _scatter_local_refs(q, tag, maps))
+    return e
 
 
 def _has_dist(e, maps) -> bool:
@@ -407,6 +476,8 @@ class M3ToDist(Pass):
     aggregates there, one Gather); false: aggregate it on the driver.
     view_copies: keep a second copy of a view, partitioned by the key a batch joins it on, where
     the batch binds none of its partition keys (view_copies()); false: Repart the whole view.
+    batch_domains: a driver scalar re-evaluated over views partitioned by the variable its sum
+    splits by is updated by the batch's keys only (toaster.dist.batch_domain); false: rescan.
     """
     name = "m3_to_dist"
     takes = "m3"
@@ -415,13 +486,15 @@ class M3ToDist(Pass):
     partitioning: tuple[str, ...] = ()
     random_batch: bool = True
     view_copies: bool = True
+    batch_domains: bool = True
 
     def run(self, prog, options):
-        return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies)
+        return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies,
+                          self.batch_domains)
 
 
 def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True,
-               view_copies_on: bool = True) -> DistProgram:
+               view_copies_on: bool = True, batch_domains: bool = True) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
@@ -436,6 +509,9 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
     if view_copies_on:
         prog, copies = view_copies(prog, tags)
         tags.update((c, Dist((j,))) for c, (_, j) in copies.items())
+    restricted: set = set()
+    if batch_domains:
+        prog, restricted = restrict_rescans(prog, tags)
     random_batch = random_batch and not any(isinstance(t, Dist) for t in tags.values())
     dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name],
                           copy_of=copies[m.name][0] if m.name in copies else None) for m in prog.maps)
@@ -450,7 +526,8 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
         for i, st in enumerate(trig.statements):
             if st.target not in maps:
                 raise UnsupportedError(f"statement writes undeclared map {st.target}")
-            later = frozenset(x.target for x in trig.statements[i + 1:])
+            later = (frozenset() if id(st) in restricted
+                     else frozenset(x.target for x in trig.statements[i + 1:]))
             for dst in place_statement(st, maps, random_batch, later):
                 blocks.append(Block(block_mode(dst.loc), (dst,)))
         triggers.append(DistTrigger(trig.event, tuple(blocks)))
