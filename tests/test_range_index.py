@@ -313,3 +313,37 @@ def test_rejected_batch_restores_the_indexes(shape):
             assert hit.read_map(name) == pytest.approx(fresh.read_map(name))
     finally:
         hit.close(), fresh.close(), oracle.close()
+
+
+@pytest.mark.parametrize("query", ["fin_mst", "fin_psp"])
+def test_order_book_runs_in_one_call_equal_event_by_event(tmp_path, query):
+    """bench --in-memory --finance feeds the order book as ONE apply_many of its runs of
+    consecutive same-relation events (BIDS and ASKS inserts and deletes interleave): the views
+    equal those of one apply per event, and DuckDB's."""
+    from bench.finance import generate_finance_stream
+    from bench.harness import ExpectedResults, check_results, find_query, stream_relations
+    from bench.in_memory_finance import stream_runs
+    from bench.stream import load_event_stream
+    si = generate_finance_stream(str(tmp_path / "book"), events=600, seed=3, brokers=3, book_size=40)
+    es = load_event_stream(si.schema_sql())
+    text = si.schema_sql() + "\n" + find_query(query).text
+    rels, comp0 = stream_relations(text)
+    rels &= set(es.stream_names)
+    runs = stream_runs(es, rels)
+    assert len(runs) > 10 and {b.relation for b in runs} == rels       # interleaved
+    assert sum(map(len, runs)) == es.count(rels)
+    comp = compile_sql(text, mode="tuple")
+    whole, single = comp.engine("llvm"), comp.engine("llvm")
+    try:
+        whole.apply_many(runs)
+        for group in es.batches(1, rels):
+            for b in group:
+                single.apply(b)
+        expected = ExpectedResults(es, list(comp0.m3.relations), rels, tuple(comp0.oracle_sql))(es.count(rels))
+        for e in (whole, single):
+            assert check_results(e.results(), expected, list(comp.queries)) is None
+        from toaster.testing import compare_results
+        for q in comp.queries:
+            assert not compare_results(whole.result(q.name), list(single.result(q.name).rows), len(q.key_columns))
+    finally:
+        whole.close(), single.close()
