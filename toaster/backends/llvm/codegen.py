@@ -83,7 +83,7 @@ class _ModuleGen:
                                           or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
-        install_masks(self.module, self.maps, self.rix_rebuilt)     # range indexes keep their used levels
+        install_masks(self.module, self.maps, self.rix_rebuilt, prog)     # range indexes keep their used levels
         self.trigger_fns = []
         for t in prog.triggers:
             fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),

@@ -12,7 +12,8 @@ import re
 
 from llvmlite import ir
 
-from toaster.backends.llvm.hashmap import F64, I64, i64
+from toaster.backends.llvm.hashmap import F64, I64, PTR, i64
+from toaster.m3.range_index import LEVELS_MAP
 from toaster.types import DATE, FLOAT, INT
 
 I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -218,10 +219,10 @@ def _build_bound(m):
 
 
 # ------------------------------------------------------------------ the used region (mask)
-# An index of an ungrouped map whose undo is a rebuild keeps, natively, only the levels below
+# An index whose undo is a rebuild keeps, natively, only the levels below
 # its used bits: base = the unsigned key of its first key, diff = OR of (u xor base) over every
 # key u it has seen (monotone: deletions never shrink it), h = bit length of diff. Every key lies
-# in the region of base's top 64 - h bits, so levels above h hold one node (the total): they are
+# in the region of base's top 64 - h bits, so levels above h hold one node per group (its total): they are
 # not kept; levels 0..min(h, 63) are. When diff grows, the new levels get the old total
 # (`rix.grow`); `rix.unmask` (called before the engine reads or loads a map's raw entries) fills
 # every level, making the index full width (diff = -1) from then on. Python's index functions
@@ -229,12 +230,14 @@ def _build_bound(m):
 MASK_FIELDS = ("base", "diff", "used")
 
 
-def install_masks(module, maps: dict, rebuilt: dict) -> None:
-    """Give each masked index its globals (NativeMap.rix_mask) and export `rix.unmask`."""
+def install_masks(module, maps: dict, rebuilt: dict, prog) -> None:
+    """Give each masked index its globals (NativeMap.rix_mask) and export `rix.unmask`: the
+    indexes rebuilt after a rollback whose every write is a level loop `masked_update` takes."""
     masked = []
+    writes = _level_loop_writes(prog)
     for name, m in maps.items():
         m.rix_mask = None
-        if name in rebuilt and m.K == 2:
+        if name in rebuilt and m.K >= 2 and writes.get(name) is True:
             gs = []
             for field in MASK_FIELDS:
                 g = ir.GlobalVariable(module, I64, f"rix.{field}.{name}")
@@ -314,25 +317,47 @@ def _umin(b, x, y):
 
 
 def _fill(f, b, m, base, h_old, h_new):
-    """Levels h_old + 1 .. min(h_new, 63) get the node of the old total (all keys so far lie in
-    node base >> l there); a no-op when h_old >= 63."""
+    """Levels h_old + 1 .. min(h_new, 63) get each group's old total (all keys so far lie in node
+    base >> l there); a no-op when h_old >= 63. Grouped: a scan of the entries at level h_old
+    (those present before the fill: the new ones, appended, are not visited; pointers reloaded
+    per entry since adds may grow the arrays)."""
     start = b.add(h_old, i64(1))
     top = _min63(b, h_new)
+    groups = m.K - 2
     with b.if_then(b.icmp_signed("<=", start, top)):
-        total = b.call(m.get_fn, [_min63(b, h_old), b.lshr(base, _min63(b, h_old))])
-        with b.if_then(m.is_nonzero(b, total)):
-            head, body, done = (f.append_basic_block(n) for n in ("rix.fill", "rix.fill.add", "rix.fill.done"))
-            pre = b.block
-            b.branch(head)
-            hb = ir.IRBuilder(head)
-            level = hb.phi(I64)
-            level.add_incoming(start, pre)
-            hb.cbranch(hb.icmp_signed("<=", level, top), body, done)
-            lb = ir.IRBuilder(body)
-            m.add(lb, [level, lb.lshr(base, level)], total)
-            level.add_incoming(lb.add(level, i64(1)), lb.block)
-            lb.branch(head)
-            b.position_at_end(done)
+        lvl = _min63(b, h_old)
+        root = b.lshr(base, lvl)
+        if groups == 0:
+            total = b.call(m.get_fn, [lvl, root])
+            with b.if_then(m.is_nonzero(b, total)):
+                _fill_levels(f, b, m, [], base, start, top, total)
+            return
+
+        def entry(bb, e):
+            keys = bb.load(m.g_keys, typ=PTR)
+            v = m.val_at(bb, e)
+            at = bb.and_(bb.icmp_unsigned("==", m.key_at(bb, keys, e, groups), lvl),
+                         bb.icmp_unsigned("==", m.key_at(bb, keys, e, groups + 1), root))
+            with bb.if_then(bb.and_(at, m.is_nonzero(bb, v))):
+                _fill_levels(f, bb, m, [m.key_at(bb, keys, e, j) for j in range(groups)], base, start, top, v)
+            return bb
+        done = m._count_loop(f, b, b.load(m.g_count, typ=I64), entry)
+        b.position_at_end(done.block)
+
+
+def _fill_levels(f, b, m, gs, base, start, top, total):
+    head, body, done = (f.append_basic_block(n) for n in ("rix.fill", "rix.fill.add", "rix.fill.done"))
+    pre = b.block
+    b.branch(head)
+    hb = ir.IRBuilder(head)
+    level = hb.phi(I64)
+    level.add_incoming(start, pre)
+    hb.cbranch(hb.icmp_signed("<=", level, top), body, done)
+    lb = ir.IRBuilder(body)
+    m.add(lb, gs + [level, lb.lshr(base, level)], total)
+    level.add_incoming(lb.add(level, i64(1)), lb.block)
+    lb.branch(head)
+    b.position_at_end(done)
 
 
 def _build_grow(m):
@@ -358,17 +383,51 @@ def _build_grow(m):
     return f
 
 
+def _level_loop_writes(prog) -> dict:
+    """{map: True} for maps written only by level loops of the shape masked_update takes; False
+    for maps also written otherwise."""
+    from toaster.imperative.ir import ForEach, If, MapAdd, MapClear, MapSet
+    out: dict = {}
+
+    def walk(stmts):
+        for st in stmts:
+            if isinstance(st, ForEach) and st.map == LEVELS_MAP and _level_loop(st) is not None:
+                out.setdefault(st.body[0].map, True)
+                continue
+            if isinstance(st, (MapAdd, MapSet, MapClear)):
+                out[st.map] = False
+            elif isinstance(st, If):
+                walk(st.then)
+                walk(st.orelse)
+            elif isinstance(st, ForEach):
+                walk(st.body)
+    for t in prog.triggers:
+        walk(t.body)
+    return out
+
+
+def _level_loop(s):
+    """The rix_node call of `foreach l in RIX_LEVELS: IDX[g.., l, rix_node(rix_key(y), l)] += v`, else None."""
+    from toaster.imperative.ir import Call, MapAdd
+    body = s.body
+    if len(body) != 1 or not isinstance(body[0], MapAdd) or len(body[0].keys) < 2 or s.key_vars[0] is None:
+        return None
+    node = body[0].keys[-1]
+    if not isinstance(node, Call) or node.name != "rix_node" or not isinstance(node.args[0], Call) \
+            or node.args[0].name != "rix_key" or body[0].keys[-2] != s.key_vars[0]:
+        return None
+    return node
+
+
 def masked_update(tg, s) -> bool:
     """Emit `foreach l in RIX_LEVELS: IDX[l, rix_node(k, l)] += v` for a masked IDX as a loop over
     levels 0..top (rix.grow first); False (nothing emitted) for any other loop."""
-    from toaster.imperative.ir import Call, MapAdd
+    node = _level_loop(s)
     body = s.body
-    if len(body) != 1 or not isinstance(body[0], MapAdd) or len(body[0].keys) != 2:
+    if node is None:
         return False
     m = tg.g.map(body[0].map)
-    node = body[0].keys[1]
-    if getattr(m, "rix_mask", None) is None or not isinstance(node, Call) or node.name != "rix_node" \
-            or not isinstance(node.args[0], Call) or node.args[0].name != "rix_key" or s.key_vars[0] is None:
+    if getattr(m, "rix_mask", None) is None:
         return False
     b = tg.b
     u = b.xor(tg.typed(node.args[0], INT), _SIGN)
