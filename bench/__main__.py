@@ -83,6 +83,10 @@ def parser() -> argparse.ArgumentParser:
                     help="llvm trigger throughput in tuple mode over batches loaded into memory first, relation "
                          "by relation (bench/in_memory.py; --scale, default 0.1, and --queries apply); "
                          "writes OUT/in-memory.md")
+    ap.add_argument("--finance", action="store_true",
+                    help="with --in-memory: the finance queries (bench/in_memory_finance.py): tuple mode as one "
+                         "apply_many of the stream's same-relation runs vs batch 1,000 fed the same way "
+                         "(--finance-events, --max-events and --queries apply); writes OUT/in-memory-finance.md")
     ap.add_argument("--repeats", type=int, default=3, help="--ingest / --in-memory / --end-to-end: runs per measurement (median)")
     ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), default=None,
                     help="--in-memory: the llvm engine's --opt-level (default: the engine's, 2)")
@@ -146,6 +150,9 @@ def main(argv=None) -> int:
     if args.ingest:
         from bench.ingest import run_ingest
         return run_ingest(args, cfg, command)
+    if args.in_memory and args.finance:
+        from bench.in_memory_finance import run_in_memory_finance
+        return run_in_memory_finance(args, cfg, command)
     if args.in_memory:
         from bench.in_memory import run_in_memory
         return run_in_memory(args, cfg, command)

@@ -40,7 +40,7 @@ from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, 
 from toaster.backends.llvm.strings import StringTable, is_total, RANK, RANK_SYMBOL
 from toaster.backends.llvm.natives import register_libm_symbols
 from toaster.backends.llvm.undo import UndoLog
-from toaster.backends.llvm.range_index import emit_index_rebuild, rebuilt_indexes
+from toaster.backends.llvm.range_index import emit_index_rebuild, install_masks, rebuilt_indexes
 from toaster.backends.llvm.overflow import OverflowFlag
 from toaster.m3.batch_delta import is_delta_map_name
 # the per-trigger half; repr_type/convert/encode_key/decode_key stay importable from here
@@ -83,6 +83,7 @@ class _ModuleGen:
                                           or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
+        install_masks(self.module, self.maps, self.rix_rebuilt, prog)     # range indexes keep their used levels
         self.trigger_fns = []
         for t in prog.triggers:
             fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),

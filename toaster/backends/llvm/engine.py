@@ -97,6 +97,8 @@ class LLVMEngine(Engine):
             )
         self._loaders = {spec.name: ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
             addr(f"{spec.name}.load")) for spec in prog.maps}
+        # range indexes keep only their used levels natively: all of them before raw reads and loads
+        self._rix_unmask = ctypes.CFUNCTYPE(None)(addr("rix.unmask"))
         self._destroy = ctypes.CFUNCTYPE(None)(addr("toaster.destroy"))
         self._compact = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("toaster.compact"))
         self._overflow_site = ctypes.c_int64.from_address(self._ee.get_global_value_address("overflow.site"))
@@ -342,6 +344,7 @@ class LLVMEngine(Engine):
         n = len(vals)
         keys = np.ascontiguousarray(keys, dtype=np.int64).reshape(n, len(spec.key_types))
         vals = np.ascontiguousarray(vals, dtype=np.float64 if spec.value_type == FLOAT else np.int64)
+        self._rix_unmask()
         self._loaders[name](n, keys.ctypes.data, vals.ctypes.data)
 
     def _string_keys(self):
@@ -357,6 +360,7 @@ class LLVMEngine(Engine):
 
     def _raw_entries(self, spec):
         """(keys as an (n, K) int64 array, values) of a map, copied out of native memory."""
+        self._rix_unmask()
         count_fn, keys_fn, vals_fn = self._accessors[spec.name]
         n = count_fn()
         K = len(spec.key_types)
@@ -426,6 +430,7 @@ class LLVMEngine(Engine):
             vals = np.asarray(list(entries.values()), dtype=vdtype)
             encoded[name] = (n, np.ascontiguousarray(keys), np.ascontiguousarray(vals))
         self._pool.sync()
+        self._rix_unmask()
         for name, (n, keys, vals) in encoded.items():
             self._loaders[name](n, keys.ctypes.data, vals.ctypes.data)
 

@@ -15,6 +15,8 @@ from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
 from toaster.backends.llvm.hashmap import NativeMap, I1, I8, I64, F64, PTR, i64
 from toaster.backends.llvm.strings import StringTable, RANK
 from toaster.backends.llvm.natives import float_to_int, native_call
+from toaster.backends.llvm.range_index import masked_update
+from toaster.m3.range_index import LEVELS_MAP
 from toaster.runtime.int64 import blame_maps, imp_writes
 
 
@@ -283,6 +285,8 @@ class _TriggerGen:
                 raise ValueError(f"imp: not a statement: {s!r}")
 
     def for_each(self, s: ForEach):
+        if s.map == LEVELS_MAP and masked_update(self, s):      # a range index's levels (range_index.py)
+            return
         m = self.g.map(s.map)
         if len(s.pattern) != m.K or len(s.key_vars) != m.K:
             raise ValueError(f"imp: ForEach over {m.name} with a pattern of the wrong length")
