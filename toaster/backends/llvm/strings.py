@@ -265,9 +265,9 @@ class StringPool:
     strings[id] is None for a freed id."""
 
     def __init__(self, literals, tables, address_of):
-        self.strings: list[str | None] = list(literals)
-        self.ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
-        self.n_literals = len(self.strings)     # pinned: compiled code holds their ids
+        self._strings: list[str | None] = list(literals)
+        self._ids: dict[str, int] = {s: i for i, s in enumerate(self._strings)}
+        self.n_literals = len(self._strings)     # pinned: compiled code holds their ids
         self._tables = [_Table(t, address_of) for t in tables if t.function != RANK]
         self._fallible = [t for t in self._tables if not t.spec.total]
         self._ranks = _Ranks(address_of) if any(t.function == RANK for t in tables) else None
@@ -283,10 +283,40 @@ class StringPool:
         self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
         self._roots_at = 0            # ... valid while no collection happened since
         self.native_hash = None       # string_hash.NativeStringHash kept equal to `ids` (toaster.feed)
+        self._assigning = False       # ... which gives new strings ids itself (no tables to fill)
+
+    # New strings of a batch get ids in native code when no per-string table needs filling:
+    # the dictionary learns them (Python once per string, C-level) only when something reads
+    # `strings` or `ids` -- results, errors, checkpoints, a collection -- not per batch.
+    @property
+    def strings(self) -> list:
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
+        return self._strings
+
+    @property
+    def ids(self) -> dict:
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
+        return self._ids
+
+    def _learn(self) -> None:
+        strs = self.native_hash.take_new()
+        top = len(self._strings)
+        self._strings.extend(strs)
+        self._ids.update(zip(strs, range(top, top + len(strs))))
+
+    def _top_moved(self) -> None:
+        """Native code's next id follows the dictionary's end (after Python added or dropped ids)."""
+        if self._assigning:
+            self.native_hash.assign_from(len(self._strings))
 
     def attach_hash(self, table) -> None:
-        """Keep the native string table `table` holding every live string with its id."""
+        """Keep the native string table `table` holding every live string with its id; let it
+        give new strings ids itself when no table is derived from the strings."""
         self.native_hash = table
+        self._assigning = not self._tables and self._ranks is None
+        self._top_moved()
         self.rehash()
 
     def rehash(self) -> None:
@@ -302,15 +332,18 @@ class StringPool:
                 i = self._free.pop()
                 self.strings[i] = s
             else:
-                i = len(self.strings)
-                self.strings.append(s)
-            self.ids[s] = i
+                i = len(self._strings)
+                self._strings.append(s)
+                self._top_moved()
+            self._ids[s] = i
             self._pending.append(i)
         return i
 
     def intern_new(self, strs: list) -> None:
         """intern() of distinct strings the dictionary lacks, in order, without a Python call
         per string (freed ids first, smallest first, then new ones)."""
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
         free = self._free
         k = min(len(free), len(strs))
         ids = free[len(free) - k:][::-1]
@@ -321,12 +354,13 @@ class StringPool:
         top = len(strings)
         strings.extend(strs[k:])
         ids.extend(range(top, len(strings)))
-        self.ids.update(zip(strs, ids))
+        self._ids.update(zip(strs, ids))
         self._pending.extend(ids)
+        self._top_moved()
 
     def __len__(self) -> int:
-        """Live strings."""
-        return len(self.ids)
+        """Live strings (those native code gave ids included, without learning them)."""
+        return len(self._ids) + (self.native_hash.log_count.value if self._assigning else 0)
 
     def encode(self, col, reuse_parent: bool = True) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
@@ -574,7 +608,7 @@ class StringPool:
     def maybe_collect(self, key_ids) -> bool:
         """Collect when the dictionary has doubled since the last collection. key_ids() yields
         arrays of the string ids that nonzero map entries hold in their keys."""
-        if len(self.ids) < max(self.collect_min, 2 * self._live_after_collect):
+        if len(self) < max(self.collect_min, 2 * self._live_after_collect):
             return False
         self.collect(key_ids())
         return True
@@ -597,7 +631,7 @@ class StringPool:
         for i in np.flatnonzero(~mark).tolist():
             strings[i] = None
         del strings[top:]
-        self.ids = {s: i for i, s in zip(live.tolist(), map(strings.__getitem__, live.tolist()))}
+        self._ids = {s: i for i, s in zip(live.tolist(), map(strings.__getitem__, live.tolist()))}
         self._free = np.flatnonzero(~mark[:top])[::-1].tolist()
         for t in self._tables:
             t.shrink(top)
@@ -607,4 +641,5 @@ class StringPool:
             self._ranks.collected(live, strings)
         self._live_after_collect = len(live)
         self.collections += 1
+        self._top_moved()
         self.rehash()
