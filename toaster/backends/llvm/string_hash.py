@@ -39,6 +39,24 @@ def _function(m, name, ftype):
     return f if f is not None else ir.Function(m, ftype, name)
 
 
+def emit_counted_loop(func: ir.Function, b: ir.IRBuilder, n, name: str, body_fn, start=None) -> None:
+    """for k in start (default 0) .. n: body_fn(b, k) (it may branch out); b is left after the loop."""
+    head = func.append_basic_block(f"{name}.head")
+    body = func.append_basic_block(f"{name}.body")
+    done = func.append_basic_block(f"{name}.done")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    k = b.phi(I64, name)
+    k.add_incoming(start if start is not None else _i64(0), pre)
+    b.cbranch(b.icmp_signed("<", k, n), body, done)
+    b.position_at_end(body)
+    body_fn(b, k)
+    k.add_incoming(b.add(k, _i64(1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 def build_string_hash(m: ir.Module) -> ir.Function:
     """Add the table's globals and functions to module m; returns `strhash.find(ptr s, i64 len)
     -> i64` (the id, or -1 when the table lacks the string)."""
@@ -60,21 +78,7 @@ def build_string_hash(m: ir.Module) -> ir.Function:
         return b.gep(table, [b.mul(i, _i64(SLOT))], inbounds=True, source_etype=I8)
 
     def counted_loop(b, fn, n, name, start=None):
-        """for k in start..n: fn(b, k); returns with b after the loop."""
-        head = fn_.append_basic_block(f"{name}.head")
-        body = fn_.append_basic_block(f"{name}.body")
-        done = fn_.append_basic_block(f"{name}.done")
-        pre = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, name)
-        k.add_incoming(start if start is not None else _i64(0), pre)
-        b.cbranch(b.icmp_signed("<", k, n), body, done)
-        b.position_at_end(body)
-        fn(b, k)
-        k.add_incoming(b.add(k, _i64(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        emit_counted_loop(fn_, b, n, name, fn, start)
 
     # ---- hash(ptr s, i64 len) -> i64
     hash_fn = fn_ = ir.Function(m, ir.FunctionType(I64, [PTR, I64]), "strhash.hash")
