@@ -77,6 +77,17 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     def slot_at(b, table, i):
         return b.gep(table, [b.mul(i, _i64(SLOT))], inbounds=True, source_etype=I8)
 
+    def probe(b, func, table, hv, msk):
+        """Open a linear probe from the hash's slot: (i, its slot, the loop's head block); the
+        caller adds the next i's incoming edge."""
+        first, pre = b.and_(hv, msk), b.block
+        head = func.append_basic_block("probe")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, "i")
+        i.add_incoming(first, pre)
+        return i, slot_at(b, table, i), head
+
     def counted_loop(b, fn, n, name, start=None):
         emit_counted_loop(fn_, b, n, name, fn, start)
 
@@ -117,13 +128,7 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     b.position_at_end(start)
     hv = b.call(hash_fn, [s, n])
     msk = b.load(mask, typ=I64)
-    first = b.and_(hv, msk)
-    head = find.append_basic_block("probe")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, "i")
-    i.add_incoming(first, start)
-    slot = slot_at(b, table, i)
+    i, slot, head = probe(b, find, table, hv, msk)
     sid = b.load(field(b, slot, 1), typ=I64)
     nxt = find.append_basic_block("next")
     cand = find.append_basic_block("candidate")
@@ -150,15 +155,8 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     place.linkage = "internal"
     t, msk, hv, idp1, ln, copy = place.args
     b = ir.IRBuilder(place.append_basic_block("entry"))
-    entry = b.block
-    first = b.and_(hv, msk)
-    head = place.append_basic_block("probe")
     found = place.append_basic_block("found")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, "i")
-    i.add_incoming(first, entry)
-    slot = slot_at(b, t, i)
+    i, slot, head = probe(b, place, t, hv, msk)
     empty = b.icmp_signed("==", b.load(field(b, slot, 1), typ=I64), _i64(0))
     i.add_incoming(b.and_(b.add(i, _i64(1)), msk), head)
     b.cbranch(empty, found, head)
