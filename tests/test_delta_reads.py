@@ -53,6 +53,8 @@ def test_merged_rows_are_only_allowed_where_no_statement_sees_them():
         "tested": ((lambda g, w: (If(BinOp("!=", w, one, INT), (MapAdd("OUT", (g,), one),)),)), (), True),
         "counts into a view": ((lambda g, w: (MapAdd("OUT", (g,), one),)), (), True),
         "counts a domain": ((lambda g, w: (MapAdd("DEAD", (g,), one),)), (domain,), False),
+        "sums and counts": ((lambda g, w: (MapAdd("OUT", (g,), w), MapAdd("OUT", (g,), one))), (), True),
+        "sums into a domain": ((lambda g, w: (MapAdd("DEAD", (g,), w),)), (domain,), False),
     }
     for name, (count_body, after, column_1_read) in cases.items():
         body, program = _program(count_body, after)

@@ -66,12 +66,32 @@ def _needed(contexts, need) -> bool:
 
 
 def _merge_safe(loop: ForEach, uses: dict, tracked: dict, dead: dict) -> bool:
-    """Whether entries of the loop's map may merge (rows added) without any statement seeing it."""
-    vuses = uses.get(loop.value_var.name, ())
-    if vuses:
-        return all(ctx[0] in ("val", "lin") for ctx in vuses)
-    # the loop counts entries: fine only when it writes nothing but value-dead temporaries
-    return all(m in tracked and dead.get(m, False) for m in _writes(loop.body))
+    """Whether entries of the loop's map may merge (rows added) without any statement seeing it:
+    the entry's value is used linearly, and every effect of the body carries it -- except
+    adds to value-dead temporaries, whose key sets are all that is read (a loop counting
+    entries, `+= 1`, the lowered domain of a lift)."""
+    v = loop.value_var.name
+    if any(ctx[0] not in ("val", "lin") for ctx in uses.get(v, ())):
+        return False
+    declared = {n.var.name for n in _nodes(loop.body) if isinstance(n, Declare)}
+    carries = {v}             # v and the body's locals computed from it
+    grew = True
+    while grew:
+        grew = False
+        for n in _nodes(loop.body):
+            if isinstance(n, (Assign, Declare)) and n.var.name in declared and n.var.name not in carries \
+                    and _names(n.value if isinstance(n, Assign) else n.init) & carries:
+                carries.add(n.var.name)
+                grew = True
+    for n in _nodes(loop.body):
+        if isinstance(n, MapSet):
+            return False
+        if isinstance(n, MapAdd) and not _names(n.value) & carries \
+                and not (n.map in tracked and dead.get(n.map, False)):
+            return False
+        if isinstance(n, Assign) and n.var.name not in declared and not _names(n.value) & carries:
+            return False          # an accumulator outside the loop counting entries
+    return True
 
 
 def _value_dead(loops, uses, tracked, delta) -> dict:
