@@ -297,6 +297,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     b.store(ir.Constant(PTR, None), sids)
     b.store(_i64(0), sids_cap)
     b.call(m.globals["toaster.strhash_clear"], [])
+    b.call(m.globals["toaster.strhash_log_free"], [])
     b.ret_void()
 
     # the entry: inner, timed when feed.clock is set

@@ -285,6 +285,17 @@ def _build_new_strings(m: ir.Module, find, put) -> ir.Function:
     b.store(end, b.gep(ends, [b.add(k, _i64(1))], inbounds=True, source_etype=I64))
     b.store(b.add(k, _i64(1)), log_count)
     b.ret(sid)
+
+    # ---- log_free(): the log's memory back (the engine is closing: nothing reads it any more)
+    free = _function(m, "free", ir.FunctionType(VOID, [PTR]))
+    g = ir.Function(m, ir.FunctionType(VOID, []), "toaster.strhash_log_free")
+    b = ir.IRBuilder(g.append_basic_block("entry"))
+    for buf in (log, offs):
+        b.call(free, [b.load(buf, typ=PTR)])
+        b.store(ir.Constant(PTR, None), buf)
+    for cell in (log_cap, log_len, offs_cap, log_count):
+        b.store(_i64(0), cell)
+    b.ret_void()
     return f
 
 
