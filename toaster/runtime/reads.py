@@ -14,10 +14,11 @@ def relations_read(program) -> frozenset:
 
 def columns_read(program, relation: str, ncols: int) -> tuple:
     """Per column of `relation`, whether some trigger of it uses the column: a single-tuple
-    trigger through the column's argument; an imperative batch trigger through the key of its
-    loops over the delta map (a column no loop reads is projected away: rows that differ only
-    there merge in the delta map, their multiplicities added, which no statement can tell
-    apart). An M3 batch trigger reads every column."""
+    trigger through the column's argument; an imperative batch trigger through the keys of its
+    loops over the delta map, followed into the keys of the temporaries they fill (a column no
+    statement needs is projected away: rows that differ only there merge in the delta map, their
+    multiplicities added, where no statement can tell: toaster.runtime.delta_reads). An M3
+    batch trigger reads every column."""
     used = [False] * ncols
     for t in program.triggers:
         if t.event.relation != relation:
