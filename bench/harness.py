@@ -85,7 +85,8 @@ class RunResult:
     stream_events: int = 0             # events in this query's stream
     compile_s: float | None = None
     maint_s: float | None = None
-    native_s: float | None = None      # of maint_s, time inside the native trigger code (llvm only)
+    native_s: float | None = None      # of maint_cpu_s, CPU time inside the native trigger code (llvm only)
+    maint_cpu_s: float | None = None   # maint_s as this thread's CPU time (what python_share divides)
     rate: float | None = None          # events per second of maintenance (None unless OK)
     peak_mb: float | None = None
     duckdb_rate: float | None = None
@@ -102,10 +103,11 @@ class RunResult:
 
     @property
     def python_share(self) -> float | None:
-        """Share of maintenance time spent in Python (apply time minus native time)."""
-        if self.native_s is None or not self.maint_s:
+        """Share of maintenance time spent in Python (apply time minus native time), both as
+        the feeding thread's CPU time: a loaded machine's waits count on neither side."""
+        if self.native_s is None or not self.maint_cpu_s:
             return None
-        return max(0.0, self.maint_s - self.native_s) / self.maint_s
+        return max(0.0, self.maint_cpu_s - self.native_s) / self.maint_cpu_s
 
     def row(self) -> dict:
         d = asdict(self)
@@ -303,14 +305,14 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
     native0 = native() if native is not None else 0.0     # table loads are untimed
     bar = held["bar"] = _progress(res.stream_events, f"{res.query} {backend}/{strategy} bs={res.batch_size}",
                                   progress)
-    res.maint_s = 0.0
+    res.maint_s = res.maint_cpu_s = 0.0
     sc = _spark_context(engine)
     apply_many = getattr(engine, "apply_many", None)    # toaster engines; a test's wrapper may lack it
     jobs = stages = timed_batches = 0
     start = time.perf_counter()
     for group in batches:                  # one batch of the stream: a Batch per relation
         job0 = None if sc is None else last_job_id(sc)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         if apply_many is not None:
             apply_many(group)              # spark: the relations of one batch in one job
         else:
@@ -319,6 +321,7 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
         if refresh:
             engine.results()
         res.maint_s += time.perf_counter() - t
+        res.maint_cpu_s += time.thread_time() - c
         if sc is not None:                 # counted outside the timed region
             j, st, _ = job_count_since(sc, job0)
             jobs, stages, timed_batches = jobs + j, stages + st, timed_batches + 1
@@ -344,12 +347,13 @@ def _spark_context(engine):
 
 def _time_native_calls(engine) -> Callable | None:
     """For an llvm engine, a function giving the seconds spent in its native trigger code so far
-    (the engine's native entry times itself with perf_counter's clock, CLOCK_MONOTONIC: no
-    Python wrapper whose own cost would count on either side); None for other engines."""
+    (the engine's native entry times itself with the thread's CPU clock, as _feed times apply:
+    no Python wrapper whose own cost would count on either side, and time the machine's other
+    work takes counts on neither); None for other engines."""
     start = getattr(engine, "time_native", None)
     if start is None:
         return None
-    start(time.CLOCK_MONOTONIC)
+    start(time.CLOCK_THREAD_CPUTIME_ID)
     return engine.native_seconds
 
 

@@ -99,3 +99,68 @@ def test_a_large_batch_of_distinct_strings_interns_in_few_rounds():
         fed.assert_matches_duckdb()
     finally:
         fed.close()
+
+
+# ---- new strings given ids natively (no string functions: the dictionary derives no tables)
+KEYS_SQL = ("CREATE STREAM T(A int, C string, E string) FROM FILE 't.csv' LINE DELIMITED CSV;\n"
+            "SELECT C, E, COUNT(*) AS n, SUM(A) AS s FROM T GROUP BY C, E;")
+
+
+@pytest.mark.parametrize("mode", ["batch", "tuple"])
+def test_new_strings_get_ids_natively_and_the_dictionary_learns_them_lazily(mode):
+    fed = Fed(mode, KEYS_SQL)
+    pool = fed.engine._pool
+    r = root(3000, 7, 400, seed=5)
+    try:
+        known = len(pool._ids)
+        for start in range(0, 3000, 350):
+            fed.apply_many([r.slice(start, min(start + 350, 3000))])
+        assert not any(c & 3 == 3 for c in fed.codes)      # no MISSING return to Python
+        assert len(pool._ids) == known < len(pool)          # not learned yet
+        fed.assert_matches_duckdb()                          # reading results decodes them
+        assert len(pool._ids) == len(pool)
+    finally:
+        fed.close()
+
+
+def test_native_ids_survive_collections_and_python_interning_beside_them():
+    fed = Fed("batch", KEYS_SQL)
+    pool = fed.engine._pool
+    pool.collect_min = 16
+    r = root(6000, 3, 3000, seed=6)
+    try:
+        for k, start in enumerate(range(0, 6000, 1000)):
+            part = r.slice(start, start + 1000)
+            if k % 2:       # a dictionary column: ids from the Python dictionary, interned there
+                cols = part.columns
+                part = Batch("T", part.signs.copy(), (cols[0], cols[1].combine_chunks().dictionary_encode(),
+                                                      cols[2]), checked=True)
+            fed.apply_many([part])
+        assert pool.collections > 0
+        fed.assert_matches_duckdb()
+        fed.apply_many([root(2000, 2, 3000, seed=7, late=False)])     # freed strings met again
+        fed.assert_matches_duckdb()
+    finally:
+        fed.close()
+
+
+def test_a_rejected_batch_of_new_strings_leaves_the_views_as_they_were():
+    from toaster.errors import ToasterError
+    fed = Fed("batch", KEYS_SQL)
+    try:
+        fed.apply_many([root(500, 2, 100, seed=8)])
+        name = fed.comp.queries[0].name
+        before = fed.engine.result(name)
+        n = 40
+        c = pa.chunked_array([pa.array([f"brand-new-{k // 2}" for k in range(n)])])
+        e = pa.chunked_array([pa.array(["x"] * n)])
+        a = np.full(n, 2**62, np.int64)          # pairs' sums overflow: the batch is rejected
+        bad = Batch("T", np.ones(n, np.int8), (a, c, e), checked=True)
+        with pytest.raises(ToasterError):
+            fed.engine.apply_many([bad])
+        fed.assert_matches_duckdb()              # the oracle never saw the rejected batch
+        assert fed.engine.result(name) == before
+        fed.apply_many([root(500, 2, 100, seed=9)])
+        fed.assert_matches_duckdb()
+    finally:
+        fed.close()

@@ -14,17 +14,18 @@ def relations_read(program) -> frozenset:
 
 def columns_read(program, relation: str, ncols: int) -> tuple:
     """Per column of `relation`, whether some trigger of it uses the column: a single-tuple
-    trigger through the column's argument; an imperative batch trigger through the key of its
-    loops over the delta map (a column no loop reads is projected away: rows that differ only
-    there merge in the delta map, their multiplicities added, which no statement can tell
-    apart). An M3 batch trigger reads every column."""
+    trigger through the column's argument; an imperative batch trigger through the keys of its
+    loops over the delta map, followed into the keys of the temporaries they fill (a column no
+    statement needs is projected away: rows that differ only there merge in the delta map, their
+    multiplicities added, where no statement can tell: toaster.runtime.delta_reads). An M3
+    batch trigger reads every column."""
     used = [False] * ncols
     for t in program.triggers:
         if t.event.relation != relation:
             continue
         params = getattr(t, "params", None)
         if t.event.kind == "batch":
-            loops = _delta_columns_read(t.body, relation, ncols) if params is not None else None
+            loops = _delta_columns_read(t.body, relation, ncols, program) if params is not None else None
             if loops is None:
                 return (True,) * ncols
             used = [u or v for u, v in zip(used, loops)]
@@ -80,26 +81,8 @@ def _names_in(obj) -> set:
     return out
 
 
-def _delta_columns_read(body, relation: str, ncols: int) -> list | None:
-    """Columns of DELTA_<relation> that the loops over it read (a bound key position, or a
-    loop key the loop body uses); None when the delta map is used other than by such loops."""
-    from toaster.calculus.maps import delta_map_name
-    from toaster.imperative.ir import ForEach
-    delta = delta_map_name(relation)
-    used = [False] * ncols
-    stack = [body]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (tuple, list)):
-            stack.extend(x)
-        elif isinstance(x, ForEach) and x.map == delta:
-            names = _names_in(x.body)
-            for j, (bound, var) in enumerate(zip(x.pattern[:ncols], x.key_vars[:ncols])):
-                used[j] = used[j] or bound is not None or (var is not None and var.name in names)
-            stack.extend(x.pattern)
-            stack.append(x.body)
-        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
-            if getattr(x, "map", None) == delta:
-                return None               # read or written other than by a loop over it
-            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
-    return used
+def _delta_columns_read(body, relation: str, ncols: int, program=None) -> list | None:
+    """Columns of DELTA_<relation> that the batch trigger needs; None when the delta map is
+    used other than by loops over it. See toaster.runtime.delta_reads."""
+    from toaster.runtime.delta_reads import delta_columns_needed
+    return delta_columns_needed(body, relation, ncols, program)

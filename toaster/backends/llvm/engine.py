@@ -117,7 +117,7 @@ class LLVMEngine(Engine):
         self._native_feed = None if layout is None else NativeFeed(
             self, feed_relations, self._ee.get_global_value_address, addr)
         if layout is not None:        # STRING columns are encoded inside toaster.feed
-            self._pool.attach_hash(NativeStringHash(addr))
+            self._pool.attach_hash(NativeStringHash(addr, self._ee.get_global_value_address))
         self._zeros = np.zeros(1024, np.int64)     # the Python path's stand-in for unread columns
         self._clock = -1                # timing native calls: a clock id (time_native)
         self._py_native_ns = 0          # ... of the calls made by the Python path
@@ -166,7 +166,7 @@ class LLVMEngine(Engine):
     def _after_feed(self) -> None:
         self._streamed = True
         pool = self._pool
-        if len(pool.ids) >= pool.collect_min:
+        if len(pool) >= pool.collect_min:
             pool.maybe_collect(self._string_keys)
 
     def _native_failure(self, logged: bool, index: int) -> None:
@@ -306,7 +306,7 @@ class LLVMEngine(Engine):
                 raise InputError(f"{failure}; the batch was applied with 0 in its place, the views are "
                                  "not reliable any more")
             raise InputError(f"{failure}; the batch was rejected, the views are unchanged")
-        if len(pool.ids) >= pool.collect_min:
+        if len(pool) >= pool.collect_min:
             pool.maybe_collect(self._string_keys)
 
     # ---------------------------------------------------------------- memory

@@ -41,7 +41,7 @@ from llvmlite import ir
 from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.hashmap import I8, I32, I64, PTR, VOID  # one set of LLVM types
 from toaster.backends.llvm.string_hash import (EXTERNAL as STRING_HASH_EXTERNAL, StringSource, build_encode,
-                                               build_string_hash)
+                                               build_string_hash, emit_counted_loop)
 
 HEADER = 2                       # slots before the first record
 NOT_CANONICAL, FAILED, MISSING = 1, 2, 3
@@ -192,21 +192,9 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
 
     def loop(body_fn, name):
         """for i in 0..count: body_fn(i, rec) (it may branch out); returns the block after."""
-        head = inner.append_basic_block(f"{name}.head")
-        body = inner.append_basic_block(f"{name}.body")
-        done = inner.append_basic_block(f"{name}.done")
-        pre = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, "i")
-        i.add_incoming(_i64(0), pre)
-        b.cbranch(b.icmp_signed("<", i, count), body, done)
-        b.position_at_end(body)
-        rec = b.gep(slots, [b.add(_i64(HEADER), b.mul(i, _i64(width)))], inbounds=True, source_etype=I64)
-        body_fn(i, rec)
-        i.add_incoming(b.add(i, _i64(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        def record(b, i):
+            body_fn(i, b.gep(slots, [b.add(_i64(HEADER), b.mul(i, _i64(width)))], inbounds=True, source_etype=I64))
+        emit_counted_loop(inner, b, count, name, record)
 
     def per_relation(rec, fn, name):
         """Switch on the record's relation index: fn(relation) in the relation's case."""
@@ -309,6 +297,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     b.store(ir.Constant(PTR, None), sids)
     b.store(_i64(0), sids_cap)
     b.call(m.globals["toaster.strhash_clear"], [])
+    b.call(m.globals["toaster.strhash_log_free"], [])
     b.ret_void()
 
     # the entry: inner, timed when feed.clock is set

@@ -39,6 +39,24 @@ def _function(m, name, ftype):
     return f if f is not None else ir.Function(m, ftype, name)
 
 
+def emit_counted_loop(func: ir.Function, b: ir.IRBuilder, n, name: str, body_fn, start=None) -> None:
+    """for k in start (default 0) .. n: body_fn(b, k) (it may branch out); b is left after the loop."""
+    head = func.append_basic_block(f"{name}.head")
+    body = func.append_basic_block(f"{name}.body")
+    done = func.append_basic_block(f"{name}.done")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    k = b.phi(I64, name)
+    k.add_incoming(start if start is not None else _i64(0), pre)
+    b.cbranch(b.icmp_signed("<", k, n), body, done)
+    b.position_at_end(body)
+    body_fn(b, k)
+    k.add_incoming(b.add(k, _i64(1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 def build_string_hash(m: ir.Module) -> ir.Function:
     """Add the table's globals and functions to module m; returns `strhash.find(ptr s, i64 len)
     -> i64` (the id, or -1 when the table lacks the string)."""
@@ -59,22 +77,19 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     def slot_at(b, table, i):
         return b.gep(table, [b.mul(i, _i64(SLOT))], inbounds=True, source_etype=I8)
 
-    def counted_loop(b, fn, n, name, start=None):
-        """for k in start..n: fn(b, k); returns with b after the loop."""
-        head = fn_.append_basic_block(f"{name}.head")
-        body = fn_.append_basic_block(f"{name}.body")
-        done = fn_.append_basic_block(f"{name}.done")
-        pre = b.block
+    def probe(b, func, table, hv, msk):
+        """Open a linear probe from the hash's slot: (i, its slot, the loop's head block); the
+        caller adds the next i's incoming edge."""
+        first, pre = b.and_(hv, msk), b.block
+        head = func.append_basic_block("probe")
         b.branch(head)
         b.position_at_end(head)
-        k = b.phi(I64, name)
-        k.add_incoming(start if start is not None else _i64(0), pre)
-        b.cbranch(b.icmp_signed("<", k, n), body, done)
-        b.position_at_end(body)
-        fn(b, k)
-        k.add_incoming(b.add(k, _i64(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        i = b.phi(I64, "i")
+        i.add_incoming(first, pre)
+        return i, slot_at(b, table, i), head
+
+    def counted_loop(b, fn, n, name, start=None):
+        emit_counted_loop(fn_, b, n, name, fn, start)
 
     # ---- hash(ptr s, i64 len) -> i64
     hash_fn = fn_ = ir.Function(m, ir.FunctionType(I64, [PTR, I64]), "strhash.hash")
@@ -113,13 +128,7 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     b.position_at_end(start)
     hv = b.call(hash_fn, [s, n])
     msk = b.load(mask, typ=I64)
-    first = b.and_(hv, msk)
-    head = find.append_basic_block("probe")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, "i")
-    i.add_incoming(first, start)
-    slot = slot_at(b, table, i)
+    i, slot, head = probe(b, find, table, hv, msk)
     sid = b.load(field(b, slot, 1), typ=I64)
     nxt = find.append_basic_block("next")
     cand = find.append_basic_block("candidate")
@@ -146,15 +155,8 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     place.linkage = "internal"
     t, msk, hv, idp1, ln, copy = place.args
     b = ir.IRBuilder(place.append_basic_block("entry"))
-    entry = b.block
-    first = b.and_(hv, msk)
-    head = place.append_basic_block("probe")
     found = place.append_basic_block("found")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, "i")
-    i.add_incoming(first, entry)
-    slot = slot_at(b, t, i)
+    i, slot, head = probe(b, place, t, hv, msk)
     empty = b.icmp_signed("==", b.load(field(b, slot, 1), typ=I64), _i64(0))
     i.add_incoming(b.and_(b.add(i, _i64(1)), msk), head)
     b.cbranch(empty, found, head)
@@ -165,45 +167,50 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     b.store(copy, field(b, slot, 3))
     b.ret_void()
 
+    # ---- put(ptr s, i64 len, i64 id + 1): a copy of the string into the table
+    put = fn_ = ir.Function(m, ir.FunctionType(VOID, [PTR, I64, I64]), "strhash.put")
+    put.linkage = "internal"
+    src, ln, idp1 = put.args
+    b = ir.IRBuilder(put.append_basic_block("entry"))
+    cap = b.select(b.icmp_unsigned("==", b.ptrtoint(b.load(tab, typ=PTR), I64), _i64(0)), _i64(0),
+                   b.add(b.load(mask, typ=I64), _i64(1)))
+    full = b.icmp_signed(">", b.mul(b.add(b.load(count, typ=I64), _i64(1)), _i64(2)), cap)
+    with b.if_then(full, likely=False):
+        new_cap = b.select(b.icmp_signed("<", cap, _i64(64)), _i64(64), b.mul(cap, _i64(2)))
+        new = b.call(calloc, [new_cap, _i64(SLOT)])
+        new_mask = b.sub(new_cap, _i64(1))
+        old = b.load(tab, typ=PTR)
+
+        def move(b, k):
+            sl = slot_at(b, old, k)
+            idp1 = b.load(field(b, sl, 1), typ=I64)
+            with b.if_then(b.icmp_signed("!=", idp1, _i64(0))):
+                b.call(place, [new, new_mask, b.load(field(b, sl, 0), typ=I64), idp1,
+                               b.load(field(b, sl, 2), typ=I64), b.load(field(b, sl, 3), typ=PTR)])
+        counted_loop(b, move, cap, "move")
+        b.call(free, [old])
+        b.store(new, tab)
+        b.store(new_mask, mask)
+    copy = b.call(calloc, [b.add(ln, _i64(1)), _i64(1)])
+    b.call(memcpy, [copy, src, ln, ir.Constant(I1, 0)])
+    b.call(place, [b.load(tab, typ=PTR), b.load(mask, typ=I64), b.call(hash_fn, [copy, ln]), idp1, ln, copy])
+    b.store(b.add(b.load(count, typ=I64), _i64(1)), count)
+    b.ret_void()
+
     # ---- insert(data, offsets, ids, n)
     insert = fn_ = ir.Function(m, ir.FunctionType(VOID, [PTR, PTR, PTR, I64]), "toaster.strhash_insert")
     data, offs, ids, total = insert.args
     b = ir.IRBuilder(insert.append_basic_block("entry"))
 
-    def grow_if_needed(b):
-        cap = b.select(b.icmp_unsigned("==", b.ptrtoint(b.load(tab, typ=PTR), I64), _i64(0)), _i64(0),
-                       b.add(b.load(mask, typ=I64), _i64(1)))
-        full = b.icmp_signed(">", b.mul(b.add(b.load(count, typ=I64), _i64(1)), _i64(2)), cap)
-        with b.if_then(full, likely=False):
-            new_cap = b.select(b.icmp_signed("<", cap, _i64(64)), _i64(64), b.mul(cap, _i64(2)))
-            new = b.call(calloc, [new_cap, _i64(SLOT)])
-            new_mask = b.sub(new_cap, _i64(1))
-            old = b.load(tab, typ=PTR)
-
-            def move(b, k):
-                sl = slot_at(b, old, k)
-                idp1 = b.load(field(b, sl, 1), typ=I64)
-                with b.if_then(b.icmp_signed("!=", idp1, _i64(0))):
-                    b.call(place, [new, new_mask, b.load(field(b, sl, 0), typ=I64), idp1,
-                                   b.load(field(b, sl, 2), typ=I64), b.load(field(b, sl, 3), typ=PTR)])
-            counted_loop(b, move, cap, "move")
-            b.call(free, [old])
-            b.store(new, tab)
-            b.store(new_mask, mask)
-
     def insert_one(b, k):
-        grow_if_needed(b)
         lo = b.sext(b.load(b.gep(offs, [k], inbounds=True, source_etype=I32), typ=I32), I64)
         hi = b.sext(b.load(b.gep(offs, [b.add(k, _i64(1))], inbounds=True, source_etype=I32), typ=I32), I64)
-        ln = b.sub(hi, lo)
-        src = b.gep(data, [lo], inbounds=True, source_etype=I8)
-        copy = b.call(calloc, [b.add(ln, _i64(1)), _i64(1)])
-        b.call(memcpy, [copy, src, ln, ir.Constant(ir.IntType(1), 0)])
         idp1 = b.add(b.load(b.gep(ids, [k], inbounds=True, source_etype=I64), typ=I64), _i64(1))
-        b.call(place, [b.load(tab, typ=PTR), b.load(mask, typ=I64), b.call(hash_fn, [copy, ln]), idp1, ln, copy])
-        b.store(b.add(b.load(count, typ=I64), _i64(1)), count)
+        b.call(put, [b.gep(data, [lo], inbounds=True, source_etype=I8), b.sub(hi, lo), idp1])
     counted_loop(b, insert_one, total, "k")
     b.ret_void()
+
+    find_or_add = _build_new_strings(m, find, put)
 
     # ---- clear()
     clear = fn_ = ir.Function(m, ir.FunctionType(VOID, []), "toaster.strhash_clear")
@@ -220,16 +227,108 @@ def build_string_hash(m: ir.Module) -> ir.Function:
     b.store(_i64(0), mask)
     b.store(_i64(0), count)
     b.ret_void()
-    return find
+    return find_or_add
+
+
+def _grown_buffer(b, realloc, buf, cap, need, least: int):
+    """Make global buffer `buf` (capacity global `cap`, bytes) hold `need` bytes: realloc to
+    max(2 * cap, need, least) when short."""
+    old_cap = b.load(cap, typ=I64)
+    with b.if_then(b.icmp_signed(">", need, old_cap), likely=False):
+        want = b.select(b.icmp_signed(">", need, b.mul(old_cap, _i64(2))), need, b.mul(old_cap, _i64(2)))
+        want = b.select(b.icmp_signed("<", want, _i64(least)), _i64(least), want)
+        b.store(b.call(realloc, [b.load(buf, typ=PTR), want]), buf)
+        b.store(want, cap)
+    return b.load(buf, typ=PTR)
+
+
+def _build_new_strings(m: ir.Module, find, put) -> ir.Function:
+    """`strhash.find_or_add(ptr s, i64 len) -> i64`: find; a string the table lacks gets the next
+    id natively when `strhash.assign` is set (the dictionary has no per-string tables to fill),
+    appended to the log (`strhash.log`: bytes, `strhash.log_offs`: i64 end offsets after a 0),
+    which StringPool reads when something needs the strings (NEW STRINGS in the module text)."""
+    def glob(name, ty=I64, init=None):
+        g = ir.GlobalVariable(m, ty, name)
+        g.initializer = init if init is not None else _i64(0)
+        return g
+    assign, nxt = glob("strhash.assign"), glob("strhash.next")
+    log, log_cap, log_len = glob("strhash.log", PTR, ir.Constant(PTR, None)), glob("strhash.log_cap"), \
+        glob("strhash.log_len")
+    offs, offs_cap, log_count = glob("strhash.log_offs", PTR, ir.Constant(PTR, None)), \
+        glob("strhash.log_offs_cap"), glob("strhash.log_count")
+    realloc = _function(m, "realloc", ir.FunctionType(PTR, [PTR, I64]))
+    memcpy = m.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
+
+    f = ir.Function(m, ir.FunctionType(I64, [PTR, I64]), "strhash.find_or_add")
+    f.linkage = "internal"
+    s, n = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    found = b.call(find, [s, n])
+    add = f.append_basic_block("add")
+    done = f.append_basic_block("done")
+    lacks = b.and_(b.icmp_signed("<", found, _i64(0)), b.icmp_signed("!=", b.load(assign, typ=I64), _i64(0)))
+    b.cbranch(lacks, add, done)
+    b.position_at_end(done)
+    b.ret(found)
+    b.position_at_end(add)
+    sid = b.load(nxt, typ=I64)
+    b.store(b.add(sid, _i64(1)), nxt)
+    b.call(put, [s, n, b.add(sid, _i64(1))])
+    at = b.load(log_len, typ=I64)
+    end = b.add(at, n)
+    data = _grown_buffer(b, realloc, log, log_cap, end, 1 << 16)
+    b.call(memcpy, [b.gep(data, [at], inbounds=True, source_etype=I8), s, n, ir.Constant(I1, 0)])
+    b.store(end, log_len)
+    k = b.load(log_count, typ=I64)
+    ends = _grown_buffer(b, realloc, offs, offs_cap, b.mul(b.add(k, _i64(2)), _i64(8)), 1 << 13)
+    b.store(_i64(0), ends)                   # offsets[0]: the log starts at byte 0
+    b.store(end, b.gep(ends, [b.add(k, _i64(1))], inbounds=True, source_etype=I64))
+    b.store(b.add(k, _i64(1)), log_count)
+    b.ret(sid)
+
+    # ---- log_free(): the log's memory back (the engine is closing: nothing reads it any more)
+    free = _function(m, "free", ir.FunctionType(VOID, [PTR]))
+    g = ir.Function(m, ir.FunctionType(VOID, []), "toaster.strhash_log_free")
+    b = ir.IRBuilder(g.append_basic_block("entry"))
+    for buf in (log, offs):
+        b.call(free, [b.load(buf, typ=PTR)])
+        b.store(ir.Constant(PTR, None), buf)
+    for cell in (log_cap, log_len, offs_cap, log_count):
+        b.store(_i64(0), cell)
+    b.ret_void()
+    return f
 
 
 class NativeStringHash:
-    """Python's side: add strings (with their ids) to the native table, or empty it."""
+    """Python's side: add strings (with their ids) to the native table, or empty it; let it
+    give new strings ids itself (`assign_from`) and read the strings it gave ids (`take_new`)."""
 
-    def __init__(self, function_address):
+    def __init__(self, function_address, global_address):
         self._insert = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
             function_address("toaster.strhash_insert"))
         self.clear = ctypes.CFUNCTYPE(None)(function_address("toaster.strhash_clear"))
+        cell = {name: ctypes.c_int64.from_address(global_address("strhash." + name))
+                for name in ("assign", "next", "log", "log_len", "log_count", "log_offs")}
+        self._assign, self._next, self._log, self._log_len, self.log_count, self._log_offs = (
+            cell["assign"], cell["next"], cell["log"], cell["log_len"], cell["log_count"], cell["log_offs"])
+
+    def assign_from(self, next_id: int | None) -> None:
+        """New strings get ids next_id, next_id + 1, ... natively (None: they make the feed
+        return MISSING instead). The caller reads them with take_new before it hands out ids."""
+        self._assign.value = 0 if next_id is None else 1
+        self._next.value = next_id or 0
+
+    def take_new(self) -> list:
+        """The strings given ids natively since the last call, in id order (the log emptied)."""
+        n = self.log_count.value
+        if not n:
+            return []
+        offsets = pa.foreign_buffer(self._log_offs.value, 8 * (n + 1))
+        data = pa.foreign_buffer(self._log.value, self._log_len.value)
+        strs = pa.LargeStringArray.from_buffers(n, offsets, data).to_pylist()
+        self.log_count.value = 0
+        self._log_len.value = 0
+        return strs
 
     def add(self, ids: list, strings: list) -> None:
         """Add strings[i] for every i in ids (strings that are not valid UTF-8 text -- lone

@@ -1,21 +1,9 @@
-"""Strings in the LLVM backend: the engine's string dictionary and the native *property tables*.
+"""Strings in the LLVM backend: the engine's string dictionary (`StringPool`).
 
-Native code sees a STRING as an i64 id into the engine's dictionary (`StringPool`). A string
-function call whose other arguments are literals, e.g. `like(x, 'forest%')` or
-`substring(x, 0, 2)`, is compiled to a load `table[id]` from a table that the engine fills for
-every id it ever creates (`StringTable` is the codegen's description of one table). String
-order (<, <=, >, >=) compares `rank[id]`, the position of the string among all known strings.
-
-Values computed here are the calculus evaluator's (toaster/calculus/functions.py), per new
-*distinct* string, never per tuple. Where they can, they run as C-level `map()`s over the new
-strings (compiled regexes, str methods, slicing), with no Python bytecode per string: this
-measured 2-7x faster than numpy's StringDType functions including the conversion, which also
-mishandle strings with NUL characters in numpy 2.4 (endswith, sort, searchsorted). numpy holds
-the tables and does the rank arithmetic.
-
-A function that can fail on some strings (cast_date('abc')) is not *total*: its table has a
-validity byte per id, and native code that reads an invalid entry records the id in
-`<table>.error`; the engine rolls the batch back and raises InputError (engine.py).
+Native code sees a STRING as an i64 id into the engine's dictionary. Per-string-id *property
+tables* (LIKE, substring, rank, ...) live in string_tables.py; the native string hash table
+that encodes a batch's columns inside toaster.feed (and, when no property table is derived,
+gives new strings ids itself; the dictionary learns them when it is read) in string_hash.py.
 
 Ids are reused: `collect` (run by the engine when the dictionary has doubled since the last
 collection) keeps the literals, every id a nonzero map entry holds in a key, and whatever a
@@ -25,13 +13,6 @@ map entry keeping a freed id is harmless: it means "absent" under whatever strin
 """
 from __future__ import annotations
 
-import ctypes
-import operator
-import re
-from bisect import bisect_left
-from dataclasses import dataclass
-from itertools import repeat
-
 import numpy as np
 import pyarrow as pa
 
@@ -39,215 +20,10 @@ from toaster.calculus.functions import BUILTINS
 from toaster.errors import InputError
 from toaster.runtime.checks import canonical_string_column
 from toaster.runtime.string_codes import one_byte_codes
-from toaster.types import Type, FLOAT, STRING
+from toaster.types import STRING
 
-RANK = "rank"
-RANK_SYMBOL = "strtab.rank"
-# functions that give a value for every string once their literal arguments are valid
-_TOTAL = ("like", "regexp_match", "substring", "cast_string", "hash")
-
-
-@dataclass(frozen=True)
-class StringTable:
-    """One native table: `symbol` is a global `ptr` to its values, indexed by string id."""
-    symbol: str
-    function: str          # a BUILTINS name, or RANK
-    args: tuple            # the call's literal arguments; None at `position` (the string)
-    position: int
-    type: Type             # result type: FLOAT -> double[], else i64[] (STRING: ids)
-    total: bool            # False: also `<symbol>.ok` (u8[]) and `<symbol>.error` (i64)
-
-    def call_text(self, s: str = "<string>") -> str:
-        args = [repr(s) if i == self.position else repr(a) for i, a in enumerate(self.args)]
-        return f"{self.function}({', '.join(args)})"
-
-
-def is_total(function: str, args: tuple, position: int) -> bool:
-    if function not in _TOTAL:
-        return False
-    try:     # the literal arguments are valid if a call on some string works
-        BUILTINS[function](*_with(args, position, ""))
-        if function == "regexp_match":
-            re.compile(args[0])
-    except Exception:
-        return False
-    return True
-
-
-def _with(args, position, s):
-    return [s if i == position else a for i, a in enumerate(args)]
-
-
-def _like_matcher(pattern: str):
-    """strings -> iterable of bools, exactly functions.like(s, pattern)."""
-    if "_" not in pattern:
-        parts = pattern.split("%")
-        if len(parts) == 1:
-            return lambda strs: map(operator.eq, strs, repeat(pattern))
-        if len(parts) == 2 and not parts[1]:
-            return lambda strs: map(str.startswith, strs, repeat(parts[0]))
-        if len(parts) == 2 and not parts[0]:
-            return lambda strs: map(str.endswith, strs, repeat(parts[1]))
-        if len(parts) == 3 and not parts[0] and not parts[2]:
-            return lambda strs: map(operator.contains, strs, repeat(parts[1]))
-    rx = re.compile("".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern),
-                    flags=re.DOTALL)
-    return lambda strs: map(bool, map(rx.fullmatch, strs))
-
-
-def _fast_values(spec: StringTable, strs: list):
-    """The function over every string as a C-level map, or None when only the Python loop fits."""
-    args = spec.args
-    if spec.function == "like" and spec.position == 0 and isinstance(args[1], str):
-        return _like_matcher(args[1])(strs)
-    if spec.function == "regexp_match" and spec.position == 1 and isinstance(args[0], str):
-        return map(bool, map(re.compile(args[0]).search, strs))
-    if spec.function == "substring" and spec.position == 0:
-        start, length = int(args[1]), int(args[2])
-        if length <= 0:
-            return repeat("", len(strs))
-        return map(operator.itemgetter(slice(start, start + length)), strs)
-    if spec.function == "cast_string" and len(args) == 1:
-        return iter(strs)
-    if spec.function == "cast_float" and len(args) == 1:
-        return map(float, strs)
-    return None
-
-
-def evaluate(spec: StringTable, strs: list) -> tuple[list, list | None]:
-    """(values, ok flags or None when all are valid) of the table's function over strs."""
-    fast = _fast_values(spec, strs)
-    if fast is not None:
-        try:
-            return list(fast), None
-        except Exception:      # a failing string (cast_float('x')): redo it string by string
-            pass
-    fn, args, pos = BUILTINS[spec.function], spec.args, spec.position
-    values, ok = [], []
-    for s in strs:             # Python per new distinct string (cast_date, cast_int, ...)
-        try:
-            values.append(fn(*_with(args, pos, s)))
-            ok.append(True)
-        except Exception:
-            values.append(0)
-            ok.append(False)
-    return values, ok
-
-
-class _Table:
-    """A StringTable's numpy buffers, grown by doubling; the native globals point into them."""
-
-    def __init__(self, spec: StringTable, address_of):
-        self.spec = spec
-        self.dtype = np.float64 if spec.type == FLOAT else np.int64
-        self.values = np.zeros(0, self.dtype)
-        self.ok = None if spec.total else np.zeros(0, np.uint8)
-        self.invalid = 0     # ids filled with ok == 0 (recounted over the live ids by collect)
-        self._ptr = _cell(ctypes.c_void_p, address_of, spec.symbol)
-        self._ok_ptr = None if spec.total else _cell(ctypes.c_void_p, address_of, spec.symbol + ".ok")
-        self.error = None if spec.total else _cell(ctypes.c_int64, address_of, spec.symbol + ".error")
-
-    def reserve(self, n: int) -> None:
-        if n > len(self.values):
-            self._resize(max(64, 2 * n))
-
-    def shrink(self, n: int) -> None:
-        """Reallocate smaller when ids below n are all that remain (and the saving is worth it)."""
-        if len(self.values) > max(64, 4 * n):
-            self._resize(max(64, 2 * n))
-
-    def _resize(self, cap: int) -> None:
-        self.values = _grown(self.values, cap)
-        self._ptr.value = self.values.ctypes.data
-        if self.ok is not None:
-            self.ok = _grown(self.ok, cap)
-            self._ok_ptr.value = self.ok.ctypes.data
-
-    def fill(self, where: np.ndarray, strs: list, pool: "StringPool") -> None:
-        """Fill the entries of ids `where` (holding strs)."""
-        values, ok = evaluate(self.spec, strs)
-        n = len(strs)
-        t = self.spec.type
-        if t == STRING:     # results are strings too: they get ids (filled in the next round)
-            if ok is not None:   # a failed entry points at its own string: a valid id
-                values = [v if k else s for v, k, s in zip(values, ok, strs)]
-            arr = np.fromiter(map(pool.intern, values), np.int64, n)
-        elif t == FLOAT:
-            arr = np.fromiter(map(float, values), np.float64, n)
-        else:
-            try:
-                arr = np.fromiter(map(int, values), np.int64, n)
-            except OverflowError:     # a Python int beyond int64 has no native value
-                ok = [k and -2**63 <= int(v) < 2**63 for k, v in zip(ok or repeat(True), values)]
-                arr = np.fromiter((int(v) if k else 0 for k, v in zip(ok, values)), np.int64, n)
-        self.reserve(int(where.max()) + 1)
-        self.values[where] = arr
-        if self.ok is not None:
-            self.ok[where] = 1 if ok is None else np.fromiter(ok, np.uint8, n)
-            self.invalid += 0 if ok is None else n - sum(ok)
-        elif ok is not None and not all(ok):
-            raise AssertionError(f"{self.spec.call_text()} failed on a string but is marked total")
-
-
-def _cell(ctype, address_of, symbol: str):
-    """The native global `symbol` as a ctypes value (written to re-point a table)."""
-    address = address_of(symbol)
-    if not address:
-        raise RuntimeError(f"the JIT-compiled module has no global {symbol!r}")
-    return ctype.from_address(address)
-
-
-def _grown(a: np.ndarray, cap: int) -> np.ndarray:
-    """A copy of a with length cap (cut or zero-padded): a fresh buffer, so shrinking frees memory."""
-    out = np.zeros(cap, a.dtype)
-    k = min(cap, len(a))
-    out[:k] = a[:k]
-    return out
-
-
-class _Ranks:
-    """rank[id] = position of strings[id] in the sorted order of all live strings (Python order).
-    New strings are merged in: bisect per new string, one vectorised shift of the old ranks
-    (entries of free ids hold garbage that no live id reads)."""
-
-    def __init__(self, address_of):
-        self.rank = np.zeros(0, np.int64)
-        self._ptr = _cell(ctypes.c_void_p, address_of, RANK_SYMBOL)
-        self.sorted: list[str] = []
-
-    def _reserve(self, n: int, shrink: bool = False) -> None:
-        if n > len(self.rank) or (shrink and len(self.rank) > max(64, 4 * n)):
-            self.rank = _grown(self.rank, max(64, 2 * n))
-            self._ptr.value = self.rank.ctypes.data
-
-    def update(self, new_ids: list, strings: list) -> None:
-        if not new_ids:
-            return
-        self._reserve(len(strings))
-        n_old = len(self.sorted)
-        if len(new_ids) > n_old // 4:        # many new strings: sort everything (C-level timsort)
-            live = [i for i, s in enumerate(strings) if s is not None]
-            self._set_order(sorted(live, key=strings.__getitem__), strings)
-            return
-        new = sorted(new_ids, key=strings.__getitem__)
-        new_strs = list(map(strings.__getitem__, new))
-        pos = np.fromiter(map(bisect_left, repeat(self.sorted), new_strs), np.int64, len(new))
-        old = self.rank[:len(strings)]
-        old += np.searchsorted(pos, old, side="right")      # new strings sorted before each old one
-        self.rank[np.array(new, np.int64)] = pos + np.arange(len(new), dtype=np.int64)
-        for p, s in zip(reversed(pos.tolist()), reversed(new_strs)):
-            self.sorted.insert(p, s)
-
-    def _set_order(self, order, strings: list) -> None:
-        self.rank[np.asarray(order, np.int64)] = np.arange(len(order), dtype=np.int64)
-        self.sorted = list(map(strings.__getitem__, order))
-
-    def collected(self, live: np.ndarray, strings: list) -> None:
-        """Re-rank after a collection kept only the ids `live` (their order is unchanged)."""
-        order = live[np.argsort(self.rank[live], kind="stable")]
-        self._reserve(len(strings), shrink=True)
-        self._set_order(order.tolist(), strings)
-
+from toaster.backends.llvm.string_tables import (RANK, RANK_SYMBOL, StringTable, _Ranks, _Table,  # noqa: F401
+                                                 _with, is_total)
 
 COLLECT_MIN = 1 << 14     # no collection before the dictionary holds this many strings
 
@@ -265,9 +41,9 @@ class StringPool:
     strings[id] is None for a freed id."""
 
     def __init__(self, literals, tables, address_of):
-        self.strings: list[str | None] = list(literals)
-        self.ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
-        self.n_literals = len(self.strings)     # pinned: compiled code holds their ids
+        self._strings: list[str | None] = list(literals)
+        self._ids: dict[str, int] = {s: i for i, s in enumerate(self._strings)}
+        self.n_literals = len(self._strings)     # pinned: compiled code holds their ids
         self._tables = [_Table(t, address_of) for t in tables if t.function != RANK]
         self._fallible = [t for t in self._tables if not t.spec.total]
         self._ranks = _Ranks(address_of) if any(t.function == RANK for t in tables) else None
@@ -283,10 +59,40 @@ class StringPool:
         self._roots: dict = {}        # id(column) -> (column, ids): columns batches were cut from
         self._roots_at = 0            # ... valid while no collection happened since
         self.native_hash = None       # string_hash.NativeStringHash kept equal to `ids` (toaster.feed)
+        self._assigning = False       # ... which gives new strings ids itself (no tables to fill)
+
+    # New strings of a batch get ids in native code when no per-string table needs filling:
+    # the dictionary learns them (Python once per string, C-level) only when something reads
+    # `strings` or `ids` -- results, errors, checkpoints, a collection -- not per batch.
+    @property
+    def strings(self) -> list:
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
+        return self._strings
+
+    @property
+    def ids(self) -> dict:
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
+        return self._ids
+
+    def _learn(self) -> None:
+        strs = self.native_hash.take_new()
+        top = len(self._strings)
+        self._strings.extend(strs)
+        self._ids.update(zip(strs, range(top, top + len(strs))))
+
+    def _top_moved(self) -> None:
+        """Native code's next id follows the dictionary's end (after Python added or dropped ids)."""
+        if self._assigning:
+            self.native_hash.assign_from(len(self._strings))
 
     def attach_hash(self, table) -> None:
-        """Keep the native string table `table` holding every live string with its id."""
+        """Keep the native string table `table` holding every live string with its id; let it
+        give new strings ids itself when no table is derived from the strings."""
         self.native_hash = table
+        self._assigning = not self._tables and self._ranks is None
+        self._top_moved()
         self.rehash()
 
     def rehash(self) -> None:
@@ -302,15 +108,18 @@ class StringPool:
                 i = self._free.pop()
                 self.strings[i] = s
             else:
-                i = len(self.strings)
-                self.strings.append(s)
-            self.ids[s] = i
+                i = len(self._strings)
+                self._strings.append(s)
+                self._top_moved()
+            self._ids[s] = i
             self._pending.append(i)
         return i
 
     def intern_new(self, strs: list) -> None:
         """intern() of distinct strings the dictionary lacks, in order, without a Python call
         per string (freed ids first, smallest first, then new ones)."""
+        if self._assigning and self.native_hash.log_count.value:
+            self._learn()
         free = self._free
         k = min(len(free), len(strs))
         ids = free[len(free) - k:][::-1]
@@ -321,12 +130,13 @@ class StringPool:
         top = len(strings)
         strings.extend(strs[k:])
         ids.extend(range(top, len(strings)))
-        self.ids.update(zip(strs, ids))
+        self._ids.update(zip(strs, ids))
         self._pending.extend(ids)
+        self._top_moved()
 
     def __len__(self) -> int:
-        """Live strings."""
-        return len(self.ids)
+        """Live strings (those native code gave ids included, without learning them)."""
+        return len(self._ids) + (self.native_hash.log_count.value if self._assigning else 0)
 
     def encode(self, col, reuse_parent: bool = True) -> np.ndarray:
         """Ids of a STRING column (a pyarrow string/dictionary Array or ChunkedArray, or a
@@ -574,7 +384,7 @@ class StringPool:
     def maybe_collect(self, key_ids) -> bool:
         """Collect when the dictionary has doubled since the last collection. key_ids() yields
         arrays of the string ids that nonzero map entries hold in their keys."""
-        if len(self.ids) < max(self.collect_min, 2 * self._live_after_collect):
+        if len(self) < max(self.collect_min, 2 * self._live_after_collect):
             return False
         self.collect(key_ids())
         return True
@@ -597,7 +407,7 @@ class StringPool:
         for i in np.flatnonzero(~mark).tolist():
             strings[i] = None
         del strings[top:]
-        self.ids = {s: i for i, s in zip(live.tolist(), map(strings.__getitem__, live.tolist()))}
+        self._ids = {s: i for i, s in zip(live.tolist(), map(strings.__getitem__, live.tolist()))}
         self._free = np.flatnonzero(~mark[:top])[::-1].tolist()
         for t in self._tables:
             t.shrink(top)
@@ -607,4 +417,5 @@ class StringPool:
             self._ranks.collected(live, strings)
         self._live_after_collect = len(live)
         self.collections += 1
+        self._top_moved()
         self.rehash()
