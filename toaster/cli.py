@@ -590,8 +590,16 @@ def _build_engine(comp, backend: str, in_background: bool, options_for=lambda re
     from concurrent.futures import ThreadPoolExecutor
     from toaster.backends import get_backend
     b = get_backend(backend)
-    # the Python stages run here, not in the thread
-    reads = b.reads(comp.stage(b.stage, b.branch)) if b.reads is not None else None
+    # the Python stages that `reads` needs run here, the rest in the thread: what the llvm engine
+    # reads is the imperative program's (its LLVMModule's .program), so imp_to_llvm runs in the
+    # thread, beside the reading
+    if b.reads is None:
+        reads = None
+    elif backend == "llvm":
+        from toaster.runtime.reads import ProgramReads
+        reads = ProgramReads(comp.stage("imp", b.branch))
+    else:
+        reads = b.reads(comp.stage(b.stage, b.branch))
     options = options_for(reads)
     if reads is None or not in_background:
         engine = comp.engine(backend, **options)
