@@ -5,7 +5,7 @@ written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as t
   toaster: `python -m toaster.pipeline Q.sql --backend llvm --run` in a fresh process (compile,
            read every file, keep the view fresh after every tuple, print the answer), wall time:
            cold (`--jit-cache off`: LLVM optimizes and compiles the program at the opt level
-           `--run` picks, toaster.cli.run_opt_level: the light pipeline, 1, below 1 GiB of input),
+           `--run` picks, toaster.backends.llvm.jit.run_opt_level: the light pipeline, 1, below 512 MiB of input),
            with the JIT cache warm (the machine code of an earlier run loaded, in OUT/jit-cache),
            and cold with `--opt-level 2` (LLVM's O2, the default before);
   DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
@@ -221,7 +221,7 @@ def breakdown(path: str, opt_level: int | None = None) -> dict:
     from toaster.pipeline import compile_file
     from toaster.runtime.csv_source import open_sources
     from toaster.runtime.reads import ProgramReads
-    from toaster.cli import run_opt_level
+    from toaster.backends.llvm.jit import run_opt_level
     cpu = time.process_time
     out = {}
     t = cpu()

@@ -78,6 +78,7 @@ def test_run_opt_level_is_o2_only_for_large_inputs(tmp_path, monkeypatch):
     """`--run` without --opt-level compiles at 1 unless the files it reads reach RUN_O2_BYTES;
     a relation the program does not read does not count."""
     from toaster.backends import get_backend
+    from toaster.backends.llvm import jit
     from toaster.pipeline import compile_file
     for name, rows in (("r", "1|2\n" * 50), ("unused", "1\n" * 10_000)):
         (tmp_path / f"{name}.csv").write_text(rows)
@@ -87,8 +88,8 @@ def test_run_opt_level_is_o2_only_for_large_inputs(tmp_path, monkeypatch):
                  "SELECT SUM(A) FROM R;\n")
     b = get_backend("llvm")
     reads = b.reads(compile_file(str(q)).stage(b.stage, b.branch))
-    assert cli.run_opt_level(reads, None) == 1
-    monkeypatch.setattr(cli, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv"))
-    assert cli.run_opt_level(reads, None) == 2
-    monkeypatch.setattr(cli, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv") + 1)
-    assert cli.run_opt_level(reads, None) == 1       # U's larger file is not read
+    assert jit.run_opt_level(reads, None) == 1
+    monkeypatch.setattr(jit, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv"))
+    assert jit.run_opt_level(reads, None) == 2
+    monkeypatch.setattr(jit, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv") + 1)
+    assert jit.run_opt_level(reads, None) == 1       # U's larger file is not read

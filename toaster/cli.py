@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), default=None,
                     help="with --backend llvm: LLVM optimization before the JIT: 0 none, 1 a light "
                          "pipeline (3-4x less compile time; slower scans), 2 LLVM's O2, 3 O3 (default: 2, "
-                         "and with --run 1 unless the files read total >= 1 GiB: see RUN_O2_BYTES)")
+                         "and with --run 1 unless the files read total >= 512 MiB: jit.RUN_O2_BYTES)")
     ap.add_argument("--jit-cache", metavar="DIR|off", default=None,
                     help="with --run --backend llvm: keep the JIT's machine code in DIR, keyed by the "
                          "LLVM IR text, the opt level and the LLVM build, and load it instead of "
@@ -415,6 +415,7 @@ def _run_engine(comp, args) -> None:
             options = {} if args.opt_level is None else {"opt_level": args.opt_level}
             if args.backend == "llvm":
                 if args.opt_level is None:
+                    from toaster.backends.llvm.jit import run_opt_level
                     options["opt_level"] = run_opt_level(reads, args.base_dir)
                 cache = jit_cache_dir(args.jit_cache)
                 if cache is not None:
@@ -555,31 +556,6 @@ class _EngineInBackground:
             return self._future.result()
         except BaseException:
             return None
-
-
-# `--run --backend llvm` without --opt-level: LLVM's O2 only when the files the run reads total
-# this much. A run over files ends, so O2's compile time must be repaid by faster triggers before
-# the input does: on TPC-H SF 0.1 (75-105 MB read) O2 costs 0.05-0.3 s more CPU than the light
-# pipeline (--opt-level 1) and saves 0.003-0.02 s of maintenance (Q1, Q3, Q6, Q17 tuple mode;
-# README "Benchmarks", end to end), which breaks even at ~1-4 GB of input.
-RUN_O2_BYTES = 1 << 30
-
-
-def run_opt_level(reads, base_dir: str | None) -> int:
-    """The LLVM opt level of a `--run` not given one: 1, or 2 when the input it reads (the
-    relations `reads` needs, by their files' sizes) is at least RUN_O2_BYTES."""
-    from toaster.runtime.csv_source import resolve_path
-    if reads is None:
-        return 2
-    needed = {n.upper() for n in reads.relations_needed()}
-    size = 0
-    for r in reads.program.relations:
-        if r.source is not None and r.name.upper() in needed:
-            try:
-                size += os.path.getsize(resolve_path(r.source.path, base_dir))
-            except OSError:
-                pass            # the reader reports a missing file, with its place in the query
-    return 2 if size >= RUN_O2_BYTES else 1
 
 
 def _build_engine(comp, backend: str, in_background: bool, options_for=lambda reads: {}):
