@@ -4,9 +4,10 @@ For each TPC-H query (default Q1, Q3, Q6, Q17) at --scale (default 0.1): dbgen's
 written once as '|'-delimited CSV files (insert-only streams, NATION/REGION as tables), then
   toaster: `python -m toaster.pipeline Q.sql --backend llvm --run` in a fresh process (compile,
            read every file, keep the view fresh after every tuple, print the answer), wall time:
-           cold (`--jit-cache off`: LLVM optimizes and compiles the program, default O2), with
-           the JIT cache warm (the machine code of an earlier run loaded, in OUT/jit-cache), and
-           cold with `--opt-level 1` (the light LLVM pipeline);
+           cold (`--jit-cache off`: LLVM optimizes and compiles the program at the opt level
+           `--run` picks, toaster.backends.llvm.jit.run_opt_level: the light pipeline, 1, below 512 MiB of input),
+           with the JIT cache warm (the machine code of an earlier run loaded, in OUT/jit-cache),
+           and cold with `--opt-level 2` (LLVM's O2, the default before);
   DuckDB:  read the same files (read_csv) into tables and run the query once, wall time,
 and the table gives both, their ratio (the issue's target: toaster <= 2x DuckDB), and whether
 toaster's answers equal DuckDB's. Each is the median of --repeats runs (default 3) after one untimed run (the
@@ -160,7 +161,7 @@ def run_end_to_end(args, cfg) -> int:
         default_s, error, out, default_cpu = _toaster_run(path, repeats=repeats, pycache=pycache)
         cached_s, error_cached, out_cached, cached_cpu = _toaster_run(
             path, repeats=repeats, pycache=pycache, jit_cache=os.path.abspath(os.path.join(cfg.out, "jit-cache")))
-        light_s, error_light, out_light, light_cpu = _toaster_run(path, "--opt-level", "1", repeats=repeats,
+        light_s, error_light, out_light, light_cpu = _toaster_run(path, "--opt-level", "2", repeats=repeats,
                                                                   pycache=pycache)
         if error or error_light or error_cached:
             rows.append((q.name, None, None, None, None, error or error_cached or error_light, None, None, None,
@@ -184,7 +185,7 @@ def run_end_to_end(args, cfg) -> int:
              "steadier one on a shared machine); DuckDB single-threaded; load average "
              f"{os.getloadavg()[0]:.1f} at the end.", "",
              "| query | toaster llvm --run, cold JIT (s) | ratio | JIT cache warm (s) | ratio "
-             "| cold, --opt-level 1 (s) | ratio | DuckDB once (s) | answer |",
+             "| cold, --opt-level 2 (s) | ratio | DuckDB once (s) | answer |",
              "|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(x, cpu=None):
@@ -206,18 +207,21 @@ def run_end_to_end(args, cfg) -> int:
     return 0 if all(r[1] is not None and not r[5].startswith("WRONG") for r in rows) else 1
 
 
-def breakdown(path: str, opt_level: int = 2) -> dict:
+def breakdown(path: str, opt_level: int | None = None) -> dict:
     """CPU seconds of each step of one `--run` of the query file `path`, run one after the other
     in this process (no overlap, no JIT cache): Python passes up to the imperative IR,
     imp_to_llvm, LLVM's IR passes and machine code generation (jit.compile_module's steps), reading
     every source whole (Arrow, all its threads) and maintaining the views. In a fresh process (as
     `python -m bench.end_to_end Q.sql`) each step pays the imports it triggers, as in `--run`:
-    the passes the pass modules' and lark's grammar, imp_to_llvm llvmlite's, reading Arrow's."""
+    the passes the pass modules' and lark's grammar, imp_to_llvm llvmlite's, reading Arrow's.
+    opt_level: LLVM's (default: the one `--run` picks for this input)."""
     import llvmlite.binding as llvm
     from toaster.backends.llvm import engine as llvm_engine
     from toaster.backends.llvm.codegen import generate_llvm
     from toaster.pipeline import compile_file
     from toaster.runtime.csv_source import open_sources
+    from toaster.runtime.reads import ProgramReads
+    from toaster.backends.llvm.jit import run_opt_level
     cpu = time.process_time
     out = {}
     t = cpu()
@@ -226,6 +230,8 @@ def breakdown(path: str, opt_level: int = 2) -> dict:
     t = cpu()
     module = generate_llvm(imp)
     out["imp_to_llvm"] = cpu() - t
+    if opt_level is None:
+        opt_level = run_opt_level(ProgramReads(module.program), None)
     real_pm = llvm.create_pass_builder
 
     class _TimedRun:                       # times the module pass manager's run (the IR passes)
@@ -270,9 +276,9 @@ def breakdown(path: str, opt_level: int = 2) -> dict:
     return out
 
 
-if __name__ == "__main__":      # python -m bench.end_to_end Q.sql [OPT_LEVEL]: one breakdown line
+if __name__ == "__main__":      # python bench/end_to_end.py Q.sql [OPT_LEVEL]: one breakdown line
     import toaster.cli, toaster.pipeline  # noqa: F401,E401 -- what `python -m toaster.pipeline` imports first
     _imports = time.process_time()          # this process so far: start-up and those imports
-    _parts = breakdown(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    _parts = breakdown(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)
     print(f"imports {_imports:.3f} " + " ".join(f"{k} {v:.3f}" for k, v in _parts.items())
           + f" total {_imports + sum(_parts.values()):.3f} (CPU s)")

@@ -353,7 +353,7 @@ def test_in_memory_mode_smoke(tmp_path, data_dir):
 
 
 def test_end_to_end_mode_checks_answers(tmp_path, data_dir):
-    """`python -m bench --end-to-end` on tiny tables: the toaster runs (cold, JIT cache warm, --opt-level 1)
+    """`python -m bench --end-to-end` on tiny tables: the toaster runs (cold, JIT cache warm, --opt-level 2)
     print DuckDB's answer, and a differing answer is caught."""
     import datetime
     from bench.__main__ import main

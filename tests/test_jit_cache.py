@@ -34,8 +34,8 @@ def test_a_second_run_loads_the_cached_code_and_prints_the_same_views(tmp_path, 
     second = _run(capsys, "--jit-cache", str(cache), cached=True)
     assert sorted(os.listdir(cache)) == objects
     assert off == first == second
-    # another opt level is another object
-    assert _run(capsys, "--jit-cache", str(cache), "--opt-level", "1") == off
+    # another opt level is another object (this small input runs at 1 by default)
+    assert _run(capsys, "--jit-cache", str(cache), "--opt-level", "2") == off
     assert len(os.listdir(cache)) == 2
 
 
@@ -72,3 +72,24 @@ def test_the_oldest_objects_beyond_the_limit_are_pruned(tmp_path, monkeypatch):
     (tmp_path / "note.txt").write_text("kept")
     assert cli.jit_cache_dir(str(tmp_path)) == str(tmp_path)
     assert sorted(os.listdir(tmp_path)) == ["2.o", "3.o", "4.o", "note.txt"]
+
+
+def test_run_opt_level_is_o2_only_for_large_inputs(tmp_path, monkeypatch):
+    """`--run` without --opt-level compiles at 1 unless the files it reads reach RUN_O2_BYTES;
+    a relation the program does not read does not count."""
+    from toaster.backends import get_backend
+    from toaster.backends.llvm import jit
+    from toaster.pipeline import compile_file
+    for name, rows in (("r", "1|2\n" * 50), ("unused", "1\n" * 10_000)):
+        (tmp_path / f"{name}.csv").write_text(rows)
+    q = tmp_path / "q.sql"
+    q.write_text(f"CREATE STREAM R(A int, B int) FROM FILE '{tmp_path}/r.csv' LINE DELIMITED CSV (delimiter := '|');\n"
+                 f"CREATE STREAM U(X int) FROM FILE '{tmp_path}/unused.csv' LINE DELIMITED CSV (delimiter := '|');\n"
+                 "SELECT SUM(A) FROM R;\n")
+    b = get_backend("llvm")
+    reads = b.reads(compile_file(str(q)).stage(b.stage, b.branch))
+    assert jit.run_opt_level(reads, None) == 1
+    monkeypatch.setattr(jit, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv"))
+    assert jit.run_opt_level(reads, None) == 2
+    monkeypatch.setattr(jit, "RUN_O2_BYTES", os.path.getsize(tmp_path / "r.csv") + 1)
+    assert jit.run_opt_level(reads, None) == 1       # U's larger file is not read

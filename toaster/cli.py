@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), default=None,
                     help="with --backend llvm: LLVM optimization before the JIT: 0 none, 1 a light "
-                         "pipeline (3-4x less compile time; slower scans), 2 LLVM's O2 (default), 3 O3")
+                         "pipeline (3-4x less compile time; slower scans), 2 LLVM's O2, 3 O3 (default: 2, "
+                         "and with --run 1 unless the files read total >= 512 MiB: jit.RUN_O2_BYTES)")
     ap.add_argument("--jit-cache", metavar="DIR|off", default=None,
                     help="with --run --backend llvm: keep the JIT's machine code in DIR, keyed by the "
                          "LLVM IR text, the opt level and the LLVM build, and load it instead of "
@@ -410,12 +411,17 @@ def _run_engine(comp, args) -> None:
         engine = comp.engine(args.backend, checkpoint_dir=spark_log)
         reads = engine
     else:
-        options = {} if args.opt_level is None else {"opt_level": args.opt_level}
-        if args.backend == "llvm":
-            cache = jit_cache_dir(args.jit_cache)
-            if cache is not None:
-                options["object_cache"] = cache
-        engine, reads = _build_engine(comp, args.backend, ckpt_dir is None, **options)
+        def options_for(reads) -> dict:
+            options = {} if args.opt_level is None else {"opt_level": args.opt_level}
+            if args.backend == "llvm":
+                if args.opt_level is None:
+                    from toaster.backends.llvm.jit import run_opt_level
+                    options["opt_level"] = run_opt_level(reads, args.base_dir)
+                cache = jit_cache_dir(args.jit_cache)
+                if cache is not None:
+                    options["object_cache"] = cache
+            return options
+        engine, reads = _build_engine(comp, args.backend, ckpt_dir is None, options_for)
     try:
         if ckpt_dir is not None:
             engine._checkpoint_state(with_tables=False)    # refuses backends without checkpoints now
@@ -552,17 +558,28 @@ class _EngineInBackground:
             return None
 
 
-def _build_engine(comp, backend: str, in_background: bool, **options):
+def _build_engine(comp, backend: str, in_background: bool, options_for=lambda reads: {}):
     """(engine, reads): a backend that knows what it reads before it is built (`Backend.reads`:
     llvm) is built in a thread -- the JIT runs in LLVM without the GIL -- while the caller opens
-    and reads the input; then engine is None and reads.engine() waits for it."""
+    and reads the input; then engine is None and reads.engine() waits for it. options_for(reads
+    or None) gives the engine's options (what it reads may choose them)."""
     from concurrent.futures import ThreadPoolExecutor
     from toaster.backends import get_backend
     b = get_backend(backend)
-    if b.reads is None or not in_background:
+    # the Python stages that `reads` needs run here, the rest in the thread: what the llvm engine
+    # reads is the imperative program's (its LLVMModule's .program), so imp_to_llvm runs in the
+    # thread, beside the reading
+    if b.reads is None:
+        reads = None
+    elif backend == "llvm":
+        from toaster.runtime.reads import ProgramReads
+        reads = ProgramReads(comp.stage("imp", b.branch))
+    else:
+        reads = b.reads(comp.stage(b.stage, b.branch))
+    options = options_for(reads)
+    if reads is None or not in_background:
         engine = comp.engine(backend, **options)
         return engine, engine
-    reads = b.reads(comp.stage(b.stage, b.branch))     # the Python stages run here, not in the thread
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toaster-build-engine")
     future = pool.submit(comp.engine, backend, **options)
     pool.shutdown(wait=False)

@@ -22,13 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from toaster.calculus.cached_hash import HashOnce, cached_hash
 from toaster.types import Type, INT, FLOAT
 
 
 # ---------------------------------------------------------------- value terms
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Var:
+class Var(HashOnce):
     name: str
     type: Type
 
@@ -36,22 +38,25 @@ class Var:
         return f"{self.name}:{self.type}"
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Const:
+class Const(HashOnce):
     value: object  # int | float | str | bool; dates are int YYYYMMDD
     type: Type
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Arith:
+class Arith(HashOnce):
     """op in '+', '*' (n-ary), '-', '/' (binary), 'neg' (unary). Result type in .type."""
     op: str
     args: tuple
     type: Type
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Func:
+class Func(HashOnce):
     """A built-in or external scalar function call."""
     name: str
     args: tuple
@@ -63,61 +68,71 @@ Term = Union[Var, Const, Arith, Func]
 
 # ---------------------------------------------------------- calculus expressions
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Rel:
+class Rel(HashOnce):
     name: str
     vars: tuple  # tuple[Var, ...]
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class DeltaRel:
+class DeltaRel(HashOnce):
     name: str
     vars: tuple
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class MapRef:
+class MapRef(HashOnce):
     name: str
     vars: tuple
     type: Type = FLOAT  # the map's value type
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Value:
+class Value(HashOnce):
     term: object  # Term
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Cmp:
+class Cmp(HashOnce):
     op: str  # '=', '!=', '<', '<=', '>', '>='
     left: object
     right: object
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Lift:
+class Lift(HashOnce):
     var: Var
     expr: object  # Expr
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Sum:
+class Sum(HashOnce):
     terms: tuple
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Prod:
+class Prod(HashOnce):
     factors: tuple
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class AggSum:
+class AggSum(HashOnce):
     group: tuple  # tuple[Var, ...]
     expr: object
 
 
+@cached_hash
 @dataclass(frozen=True, slots=True)
-class Extremum:
+class Extremum(HashOnce):
     """kind 'min' | 'max' of `term` over the bindings of `expr` with positive multiplicity,
     grouped by `group` as in AggSum (nested MIN/MAX; the value may be any scalar type, so it
     is only used as the source of a Lift)."""

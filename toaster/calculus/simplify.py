@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, ZERO, all_vars, mk_prod, mk_sum, relations, schema,
                                  term_vars)
+from toaster.calculus.toposort import lexicographic_topological_order
 from toaster.types import FLOAT, INT
 
 _FRESH = itertools.count(1)
@@ -283,17 +284,11 @@ def _order(fs: list) -> list:
     sideways binding passing, moving it before them would change what it means (a nested
     aggregate would sum over that variable instead of reading it)."""
     from toaster.calculus.ir import schema
-    import networkx as nx
     outs = [schema(f)[1] for f in fs]
     allv = [all_vars(f) for f in fs]
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(fs)))
-    for i in range(len(fs)):
-        for j in range(i + 1, len(fs)):
-            if outs[i] & (allv[j] - outs[j]):
-                g.add_edge(i, j)
-    keys = {i: _sort_key(f) for i, f in enumerate(fs)}
-    return [fs[i] for i in nx.lexicographical_topological_sort(g, key=lambda i: keys[i])]
+    edges = [(i, j) for i in range(len(fs)) for j in range(i + 1, len(fs)) if outs[i] & (allv[j] - outs[j])]
+    keys = [_sort_key(f) for f in fs]
+    return [fs[i] for i in lexicographic_topological_order(len(fs), edges, key=keys.__getitem__)]
 
 
 def _unifier(f, fs, keep) -> dict | None:

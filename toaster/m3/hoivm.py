@@ -17,11 +17,11 @@ from __future__ import annotations
 from toaster.recursion import deep
 from collections import deque
 
-import networkx as nx
 
 from toaster.calculus.delta import delta
 from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, MapRef, Prod, Rel, Sum, Value,
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
+from toaster.calculus.toposort import CycleError, lexicographic_topological_order
 from toaster.m3.initial import initial_value
 from toaster.m3.materialize import components, materialize_nested, reevaluation_rhs
 from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
@@ -471,8 +471,7 @@ def order_statements(stmts) -> list:
     """Order statements so that incremental (+=) statements read every map before it is
     written (they add a delta to the old state), and re-evaluations (:=) read it after (they
     recompute from the new state)."""
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(stmts)))
+    edges = []
     writers: dict = {}       # map -> the statements writing it (not every pair: 5,000-way ORs)
     for j, s in enumerate(stmts):
         writers.setdefault(s.target, []).append(j)
@@ -481,13 +480,10 @@ def order_statements(stmts) -> list:
             if name == s.target:
                 continue
             for j in writers.get(name, ()):
-                if s.op == ":=":
-                    g.add_edge(j, i)
-                else:
-                    g.add_edge(i, j)
+                edges.append((j, i) if s.op == ":=" else (i, j))
     try:
-        order = list(nx.lexicographical_topological_sort(g))
-    except nx.NetworkXUnfeasible:
+        order = lexicographic_topological_order(len(stmts), edges)
+    except CycleError:
         raise UnsupportedError("cyclic map dependencies inside one trigger") from None
     return [stmts[i] for i in order]
 

@@ -10,11 +10,11 @@ the re-evaluation only scans small aggregated maps.
 """
 from __future__ import annotations
 
-import networkx as nx
 
 from toaster.calculus.ir import (AggSum, Extremum, Lift, MapRef, Rel, Value, all_vars, schema,
                                  mk_prod, mk_sum, relations, Const)
 from toaster.calculus.simplify import simplify_monomials, subst
+from toaster.calculus.toposort import connected_components
 from toaster.types import FLOAT, INT
 
 
@@ -133,11 +133,7 @@ def _ordered(factors) -> list:
 
 def components(rels, known) -> list:
     """Connected components of relation atoms joined on variables not bound in `known`."""
-    g = nx.Graph()
-    for i, r in enumerate(rels):
-        g.add_node(i)
-        for j in range(i):
-            if (set(r.vars) & set(rels[j].vars)) - known:
-                g.add_edge(i, j)
-    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    edges = [(i, j) for i, r in enumerate(rels) for j in range(i)
+             if (set(r.vars) & set(rels[j].vars)) - known]
+    comps = connected_components(len(rels), edges)
     return [[rels[i] for i in c] for c in comps]

@@ -43,6 +43,33 @@ LIGHT_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg",
                 "dead_code_elimination", "simplify_cfg")
 OPT_LEVELS = (0, 1, 2, 3)
 
+# `--run --backend llvm` without --opt-level: LLVM's O2 only when the files the run reads total
+# this much. A run over files ends, so O2's compile time must be repaid by faster triggers before
+# the input does: on TPC-H SF 0.1 (74-93 MB read) O2 costs 0.05-0.31 s more CPU than the light
+# pipeline (--opt-level 1) and saves 0.003 (Q6), 0.01 (Q1, Q3) and 0.11 s (Q17) of maintenance
+# (tuple mode; README "Benchmarks", end to end): it breaks even at ~0.2 GB of input (Q17) to
+# ~2 GB (Q3); 512 MiB is between, and an SF 1 run (0.75-1 GB) gets O2.
+RUN_O2_BYTES = 512 << 20
+
+
+def run_opt_level(reads, base_dir: str | None) -> int:
+    """The LLVM opt level of a `--run` not given one: 1, or 2 when the input it reads (the
+    relations `reads` needs, by their files' sizes) is at least RUN_O2_BYTES."""
+    import os
+    from toaster.runtime.csv_source import resolve_path
+    if reads is None:
+        return 2
+    needed = {n.upper() for n in reads.relations_needed()}
+    size = 0
+    for r in reads.program.relations:
+        if r.source is not None and r.name.upper() in needed:
+            try:
+                size += os.path.getsize(resolve_path(r.source.path, base_dir))
+            except OSError:
+                pass            # the reader reports a missing file, with its place in the query
+    return 2 if size >= RUN_O2_BYTES else 1
+
+
 # Exported functions that run outside the per-tuple path (hashmap.py's per-map accessors and
 # lifecycle, codegen's toaster.* lifecycle, undo.py's rollback): at most once per batch and
 # O(map) when they do (compact), or on failure (rollback), or once per run. Everything reachable
