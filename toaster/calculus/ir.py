@@ -283,6 +283,17 @@ def relations(e) -> set:
     raise TypeError(f"not a calculus expression: {e!r}")
 
 
+
+def subterms(e):
+    """e and every expression nested in it, pre-order (Value/Cmp leaves are not entered)."""
+    yield e
+    match e:
+        case Prod(fs) | Sum(fs):
+            for f in fs:
+                yield from subterms(f)
+        case AggSum(_, q) | Lift(_, q) | Extremum(_, _, _, q):
+            yield from subterms(q)
+
 def mk_sum(terms) -> object:
     """Sum with flattening and zero elimination (not a full simplifier)."""
     flat = []

@@ -29,16 +29,6 @@ from toaster.calculus.simplify import subst
 from toaster.dist.ir import Dist, Local, map_names
 
 
-def _walk(e):
-    yield e
-    match e:
-        case C.Prod(fs) | C.Sum(fs):
-            for f in fs:
-                yield from _walk(f)
-        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
-            yield from _walk(q)
-
-
 def _body(rhs):
     """The statement's sum terms (outer keyless aggregates stripped)."""
     while isinstance(rhs, C.AggSum) and not rhs.group:
@@ -52,7 +42,7 @@ def _split_var(terms, tags: dict):
     it as a group variable or takes it bound from outside."""
     v = None
     for t in terms:
-        for n in _walk(t):
+        for n in C.subterms(t):
             if isinstance(n, (C.Rel, C.DeltaRel, C.Extremum)):
                 return None
             if isinstance(n, C.MapRef):
@@ -69,7 +59,7 @@ def _split_var(terms, tags: dict):
     for t in terms:
         if v not in C.schema(t, set())[1]:
             return None
-        for n in _walk(t):
+        for n in C.subterms(t):
             if isinstance(n, C.AggSum) and n is not t and v not in n.group:
                 if v in C.all_vars(n.expr) and v not in C.schema(n, set())[0]:
                     # v aggregated away inside: bound from outside only if the enclosing
@@ -107,7 +97,7 @@ def _ref_positions(terms, v) -> dict:
     """map -> the key position where the body reads v (None when it differs between refs)."""
     out: dict = {}
     for t in terms:
-        for n in _walk(t):
+        for n in C.subterms(t):
             if isinstance(n, C.MapRef):
                 pos = n.vars.index(v)
                 out[n.name] = pos if out.get(n.name, pos) == pos else None

@@ -48,26 +48,16 @@ from toaster.dist.ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMa
 
 # ---------------------------------------------------------------- partitioning
 
-def _walk(e):
-    yield e
-    match e:
-        case C.Prod(fs) | C.Sum(fs):
-            for f in fs:
-                yield from _walk(f)
-        case C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
-            yield from _walk(q)
-
-
 def choose_partitioning(prog: M3Program, override: dict) -> dict:
     """map name -> Local() | Dist(key positions)."""
     votes = {m.name: Counter() for m in prog.maps}
     for trig in prog.triggers:
         for st in trig.statements:
             batch_vars = set()
-            for node in _walk(st.rhs):
+            for node in C.subterms(st.rhs):
                 if isinstance(node, C.DeltaRel):
                     batch_vars |= set(node.vars)
-            for node in _walk(st.rhs):
+            for node in C.subterms(st.rhs):
                 if isinstance(node, C.MapRef) and node.name in votes:
                     for i, v in enumerate(node.vars):
                         if v in batch_vars:
@@ -145,7 +135,7 @@ def view_copies(prog: M3Program, tags: dict) -> tuple[M3Program, dict]:
         if trig.event.kind != "batch":
             continue
         for st in trig.statements:
-            batch_vars = {v for node in _walk(st.rhs) if isinstance(node, C.DeltaRel) for v in node.vars}
+            batch_vars = {v for node in C.subterms(st.rhs) if isinstance(node, C.DeltaRel) for v in node.vars}
             rhs = st.rhs
             for ref in dict.fromkeys(_top_refs(st.rhs)):
                 tag = tags.get(ref.name)
@@ -237,7 +227,7 @@ def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = F
             kinds.append("dist")
         elif isinstance(f, (C.MapRef, C.DeltaRel)):
             kinds.append("local")
-        elif map_names(f) or any(isinstance(n, C.Rel) for n in _walk(f)):
+        elif map_names(f) or any(isinstance(n, C.Rel) for n in C.subterms(f)):
             kinds.append("nested")
         else:
             kinds.append("pure")
@@ -343,7 +333,7 @@ def _co_partitioned(e, tag, bound: set, maps) -> bool:
         return False
     if C.schema(e, bound)[0] - bound:
         return False
-    for n in _walk(e):
+    for n in C.subterms(e):
         if isinstance(n, (C.Rel, C.DeltaRel)):
             return False
         if isinstance(n, C.MapRef) and (isinstance(maps[n.name].tag, Local) or map_ref_tag(n, maps) != tag):
@@ -361,7 +351,7 @@ def _self_partitioned(e, bound: set, maps):
     if ins - bound:
         return None
     tag, local_vars = None, []
-    for n in _walk(e):
+    for n in C.subterms(e):
         if isinstance(n, (C.Rel, C.Extremum)):
             return None
         if isinstance(n, C.DeltaRel):
@@ -382,22 +372,22 @@ def _self_partitioned(e, bound: set, maps):
         tag = Dist((shared.pop(),))
     if not set(tag.parts) <= outs or any(not set(tag.parts) <= vs for vs in local_vars):
         return None
-    if any(isinstance(n, C.AggSum) and not set(tag.parts) <= set(n.group) for n in _walk(e)):
+    if any(isinstance(n, C.AggSum) and not set(tag.parts) <= set(n.group) for n in C.subterms(e)):
         return None
     return tag
 
 
 def _lifts_batch(e) -> bool:
     """Whether e lifts over the batch (not linear in it: the input block could not read it)."""
-    return any(isinstance(n, C.Lift) and any(isinstance(m, C.DeltaRel) for m in _walk(n.expr)) for n in _walk(e))
+    return any(isinstance(n, C.Lift) and any(isinstance(m, C.DeltaRel) for m in C.subterms(n.expr)) for n in C.subterms(e))
 
 
 def _scatter_local_refs(e, tag, maps):
     """e with every largest driver-side part (the batch, its temps) that outputs the partition
     variables Scattered to `tag`."""
     reads_driver = any(isinstance(n, C.DeltaRel) or (isinstance(n, C.MapRef) and isinstance(maps[n.name].tag, Local))
-                       for n in _walk(e))
-    linear = not any(isinstance(n, (C.Lift, C.Extremum)) for n in _walk(e))   # the input block stays linear
+                       for n in C.subterms(e))
+    linear = not any(isinstance(n, (C.Lift, C.Extremum)) for n in C.subterms(e))   # the input block stays linear
     if reads_driver and linear and not _has_dist(e, maps) and set(tag.parts) <= _outputs(e):
         return Scatter(tag.parts, e)
     match e:
@@ -413,7 +403,7 @@ def _scatter_local_refs(e, tag, maps):
 
 
 def _has_dist(e, maps) -> bool:
-    return any(isinstance(n, C.MapRef) and not isinstance(maps[n.name].tag, Local) for n in _walk(e))
+    return any(isinstance(n, C.MapRef) and not isinstance(maps[n.name].tag, Local) for n in C.subterms(e))
 
 
 def place_statement(st: Statement, maps: dict, random_batch: bool = False,
