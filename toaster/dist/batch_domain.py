@@ -173,7 +173,7 @@ def _rewrite(stmts: list, i: int, tags: dict):
             if batch is None:
                 return None
             parts.append(batch)
-    parts = [C.AggSum((v,), C.Lift(C.Var(f"__ex{k + 1}_{v.name}", C.INT), b))
+    parts = [C.AggSum((v,), C.Lift(C.Var(f"__ex{k + 1}_{v.name}", C.expr_type(b)), b))
              for k, b in enumerate(dict.fromkeys(parts))]
     dom = C.Lift(C.Var(f"__dom_{v.name}", C.INT), C.mk_sum(parts))
     old = C.AggSum((), C.mk_sum([C.mk_prod([C.Value(C.Const(-1, C.INT)), dom, t]) for t in terms]))
