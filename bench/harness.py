@@ -86,7 +86,8 @@ class RunResult:
     compile_s: float | None = None
     maint_s: float | None = None
     native_s: float | None = None      # of maint_cpu_s, CPU time inside the native trigger code (llvm only)
-    maint_cpu_s: float | None = None   # maint_s as this thread's CPU time (what python_share divides)
+    maint_cpu_s: float | None = None   # maint_s as this thread's CPU time (what python_share divides;
+                                       # wall time at batch size 1, see _feed)
     rate: float | None = None          # events per second of maintenance (None unless OK)
     peak_mb: float | None = None
     duckdb_rate: float | None = None
@@ -298,7 +299,11 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
         engine = comp.engine(backend)
     held["engine"] = engine
     res.compile_s = time.perf_counter() - t0
-    native = _time_native_calls(engine)
+    # CPU clocks (a syscall each) cost ~1 us per read: over one-event batches they would be a
+    # large part of what is measured, so tuple mode keeps the cheap monotonic clock on both sides
+    cpu_clocks = res.batch_size != 1
+    native = _time_native_calls(engine, cpu_clocks)
+    cpu_clock = time.thread_time if cpu_clocks else time.perf_counter
     queries = list(comp.queries)
     for b in tables:
         engine.apply(b)
@@ -312,7 +317,7 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
     start = time.perf_counter()
     for group in batches:                  # one batch of the stream: a Batch per relation
         job0 = None if sc is None else last_job_id(sc)
-        t, c = time.perf_counter(), time.thread_time()
+        t, c = time.perf_counter(), cpu_clock()
         if apply_many is not None:
             apply_many(group)              # spark: the relations of one batch in one job
         else:
@@ -321,7 +326,7 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
         if refresh:
             engine.results()
         res.maint_s += time.perf_counter() - t
-        res.maint_cpu_s += time.thread_time() - c
+        res.maint_cpu_s += cpu_clock() - c
         if sc is not None:                 # counted outside the timed region
             j, st, _ = job_count_since(sc, job0)
             jobs, stages, timed_batches = jobs + j, stages + st, timed_batches + 1
@@ -345,15 +350,16 @@ def _spark_context(engine):
     return sc if sc is not None and hasattr(sc, "statusTracker") else None
 
 
-def _time_native_calls(engine) -> Callable | None:
+def _time_native_calls(engine, cpu_clock: bool = True) -> Callable | None:
     """For an llvm engine, a function giving the seconds spent in its native trigger code so far
     (the engine's native entry times itself with the thread's CPU clock, as _feed times apply:
     no Python wrapper whose own cost would count on either side, and time the machine's other
-    work takes counts on neither); None for other engines."""
+    work takes counts on neither; with cpu_clock=False the monotonic clock, as perf_counter);
+    None for other engines."""
     start = getattr(engine, "time_native", None)
     if start is None:
         return None
-    start(time.CLOCK_THREAD_CPUTIME_ID)
+    start(time.CLOCK_THREAD_CPUTIME_ID if cpu_clock else time.CLOCK_MONOTONIC)
     return engine.native_seconds
 
 
