@@ -336,7 +336,9 @@ def _feed(res: RunResult, held: dict, text, backend, strategy, mode, batches, ta
             bar.update(n)
         if time.perf_counter() - start > time_limit:
             break
-    res.peak_mb = peak_memory_mb(mem0)
+    # spark: the views live in Spark's JVM and Python workers, which the driver's probe does not
+    # see (it read "0.0MB"): no number rather than a false one
+    res.peak_mb = peak_memory_mb(mem0) if sc is None else None
     if native is not None:
         res.native_s = native() - native0
     if timed_batches:
@@ -543,6 +545,7 @@ def describe(r: RunResult) -> str:
         return f"{head} {r.status}: {r.note}"
     rate = f"{r.rate:,.0f} ev/s" if r.rate else "-"
     comp = f" compile {r.compile_s:.2f}s" if r.compile_s is not None else ""
-    mem = f" peak {r.peak_mb:.1f}MB" if r.peak_mb is not None else ""
+    mem = f" peak {r.peak_mb:.1f}MB" if r.peak_mb is not None else \
+        " peak n/a" if r.backend in ("spark", "sparksql") else ""
     py = f" python {100 * r.python_share:.0f}%" if r.python_share is not None else ""
     return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}{py}"

@@ -192,6 +192,25 @@ def run_sparksql(relations, oracle_sql, queries, batches: list, tables: list, ex
     except Exception as e:
         res.status, res.note = "ERROR", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     finally:
-        if db is not None:
-            db.close()
+        _finish(db, res)
     return res
+
+
+def _finish(db, res) -> None:
+    """Drop the baseline's views; if Spark's JVM died or its context stopped during the run (out
+    of driver memory: the JVM exits, see session.py), say so in the row and discard the session,
+    so the next run starts a fresh JVM instead of calling (or hanging on) a dead one."""
+    from toaster.backends.spark.session import discard_session, spark_alive, DRIVER_MEMORY_ENV
+    if db is None:
+        return
+    if not spark_alive():
+        discard_session()
+        if res.status in ("OK", "ERROR"):
+            res.status = "ERROR"
+            res.note = (f"Spark's JVM died or its context stopped (out of driver memory? set "
+                        f"{DRIVER_MEMORY_ENV}); {res.note or ''}")[:300]
+        return
+    try:
+        db.close()
+    except Exception:
+        pass

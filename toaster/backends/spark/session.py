@@ -16,6 +16,10 @@ _session = None
 _LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 START_TIMEOUT_ENV = "TOASTER_SPARK_START_TIMEOUT"
 DEFAULT_START_TIMEOUT = 300.0
+# the driver JVM's heap (local masters: the executors too). Fixed at JVM start; Spark's default
+# of 1 GiB ran out in the Spark SQL baseline at TPC-H SF 1. A maximum, not a reservation.
+DRIVER_MEMORY_ENV = "TOASTER_SPARK_DRIVER_MEMORY"
+DEFAULT_DRIVER_MEMORY = "8g"
 
 
 def get_spark(master: str | None = None):
@@ -23,7 +27,9 @@ def get_spark(master: str | None = None):
     $TOASTER_SPARK_MASTER). Raises EngineStartError when Spark does not start."""
     global _session
     if _session is not None:
-        return _session
+        if spark_alive():
+            return _session
+        discard_session()      # its JVM died (e.g. out of memory): start a fresh one
     from toaster.errors import EngineStartError
     timeout = _start_timeout()
     before = set(_spark_jvms())
@@ -64,6 +70,31 @@ def get_spark(master: str | None = None):
     return session
 
 
+def spark_alive() -> bool:
+    """Whether the session's JVM still runs and its SparkContext is not stopped (a JVM that ran
+    out of memory exits: see -XX:+ExitOnOutOfMemoryError below)."""
+    if _session is None:
+        return False
+    try:
+        from pyspark import SparkContext
+        gateway = SparkContext._gateway
+        proc = getattr(gateway, "proc", None)
+        if gateway is None or (proc is not None and proc.poll() is not None):
+            return False
+        sc = _session.sparkContext
+        return sc._jsc is not None and not sc._jsc.sc().isStopped()
+    except Exception:          # py4j cannot reach the JVM
+        return False
+
+
+def discard_session() -> None:
+    """Forget the session and kill its JVM, so the next get_spark starts afresh (after the JVM
+    died or its context stopped: every later call on it would fail or hang)."""
+    global _session
+    _session = None
+    _reset_pyspark(set(_spark_jvms()))
+
+
 def session_config() -> dict:
     """The SparkSession settings of every toaster session (the engine's and the bench's Spark SQL
     baseline's: one session, so the same settings for a fair ratio; bench/spark_state too)."""
@@ -76,7 +107,11 @@ def session_config() -> dict:
         # task's small writes waited out Nagle + delayed ACK (~40 ms), which doubled the fixed
         # cost of a stage (docs/spark-engine.md, "Spark's fixed cost per stage")
         "spark.python.unix.domain.socket.enabled": "true",
+        "spark.driver.memory": os.environ.get(DRIVER_MEMORY_ENV, DEFAULT_DRIVER_MEMORY),
+        # a JVM out of heap exits at once, so the driver fails fast with a dead gateway instead
+        # of waiting forever on a scheduler whose event loop died of the error
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                         "-XX:+ExitOnOutOfMemoryError "
                                          f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}",
     }
 
