@@ -20,7 +20,7 @@ class _Capture(_DryRun):
     def _run_job(self, more_follow):
         self.plans.append([(sorted(b[0].__name__ for b in st.blocks),
                             sorted(x[0] for x in st.reparts + st.gathers)) for st in self._stages])
-        self.leads.append(self._lead_in_stage0(bool([e for e in self._inputs if e[3]])))
+        self.leads.append(bool(self._lead_in_stage0([e for e in self._inputs if e[3]], more_follow)))
         super()._run_job(more_follow)
 
 

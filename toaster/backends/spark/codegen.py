@@ -24,6 +24,7 @@ from toaster.errors import UnsupportedError
 from toaster.passes import Options, Pass, register
 from toaster.dist.ir import Local, Dist, DistProgram, Exchange, delta_map_name, map_names
 from toaster.backends.spark.blocks import BLOCK_PASSES, BlockCode, block_passes, lower_block
+from toaster.backends.spark.native_input import spread_blocks
 from toaster.backends.spark.pygen import block_function, map_param, name, call, attr_call, const, tuple_of, assign
 from toaster.imperative.printer import print_stmts
 
@@ -160,6 +161,7 @@ class _Gen:
                        ast.Dict([const(m.name) for m in views if m.copy_of],
                                 [const(m.copy_of) for m in views if m.copy_of])),
             ast.Assign([name("BLOCKS", ast.Store())], const(self.blocks_mode)),
+            ast.Assign([name("SPREAD_BLOCKS", ast.Store())], _strs(spread_blocks(prog, self.lowered))),
             ast.Assign([name("RELATION_TYPES", ast.Store())],
                        ast.Dict([const(r.name) for r in prog.relations],
                                 [_strs(str(c.type) for c in r.columns) for r in prog.relations])),

@@ -83,16 +83,18 @@ class JobRunner:
         try:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
-            lead = None
-            if self._lead_in_stage0(bool(inputs)):    # its exchanges run in stage 0's tasks
+            lead, spread = None, ()
+            how = self._lead_in_stage0(inputs, more_follow)
+            if how:          # the first planned stage runs in stage 0's tasks
                 lead, specs = self._stage_task(specs[0]), specs[1:]
+                spread = how if isinstance(how, frozenset) else ()
             if inputs:       # stage 0: the executors read their slices of the batches
-                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead)
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead, spread)
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if self._carried is not None:
                 first = self._carried.union(first).partitionBy(P, _identity)
-            elif inputs:
+            elif inputs and specs:      # (no stage left: stage 0's output is collected as it is)
                 first = first.partitionBy(P, _identity)
             rdd = first
             self._batch["stages"] += len(specs) + (self._carried is not None or bool(inputs))
@@ -124,14 +126,33 @@ class JobRunner:
         self._stages = []
         self._scattered = [[] for _ in range(P)]
 
-    def _lead_in_stage0(self, inputs: bool) -> bool:
-        """Whether the job's first planned stage only moves views (no blocks, every Repart and
-        Gather reads a view) and more stages follow: then stage 0's tasks (task p reads batch
-        slice p) also do its work on view partition p, and the job has one stage less."""
-        if not inputs or self._carried is not None or len(self._stages) < 2:
+    def _lead_in_stage0(self, inputs: list, more_follow: bool = False):
+        """Whether the job's first planned stage runs in stage 0's tasks (task p reads batch slice
+        p), so the job has one stage less: true when it only moves views (no blocks, every
+        Repart and Gather reads a view) and more stages follow (its work is done on view
+        partition p); or, as the frozenset of the temps its blocks read, when its blocks are
+        SPREAD_BLOCKS (native_input.spread_blocks) reading only temps this job's input blocks
+        Scatter and read by nothing else, and its exchanges read only what they write or views:
+        task p then runs them on the temps its own slice produced, which are not shuffled."""
+        if not inputs or self._carried is not None or not self._stages:
             return False
         st = self._stages[0]
-        return not st.blocks and all(x[1] in self.views for x in st.reparts + st.gathers)
+        if not st.blocks:
+            return len(self._stages) >= 2 and all(x[1] in self.views for x in st.reparts + st.gathers)
+        if more_follow:           # the rest of the batch is not planned: who reads the temps is unknown
+            return False
+        scattered = {target for e in inputs for target, _, _ in e[2]}
+        names = [b[0] if isinstance(b[0], str) else b[0].__name__ for b in st.blocks]
+        reads = {p for _, params, writes in st.blocks for p in params if p not in writes}
+        writes = {w for _, _, ws in st.blocks for w in ws}
+        if not names or any(n not in self.SPREAD_BLOCKS for n in names) or not reads <= scattered \
+                or not all(x[1] in writes or x[1] in self.views for x in st.reparts + st.gathers):
+            return False
+        for later in self._stages[1:]:     # the spread temps and partial results stay in stage 0
+            used = {p for b in later.blocks for p in b[1]} | {x[1] for x in later.reparts + later.gathers}
+            if used & (reads | writes):
+                return False
+        return frozenset(reads)
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking

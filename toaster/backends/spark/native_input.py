@@ -155,6 +155,72 @@ def _read_later(blocks, names: set) -> bool:
     return False
 
 
+def _map_refs(e) -> set:
+    """Names of every MapRef anywhere in `e` (comparisons and nested aggregates included)."""
+    if isinstance(e, C.MapRef):
+        return {e.name}
+    if isinstance(e, tuple):
+        return set().union(*(_map_refs(x) for x in e)) if e else set()
+    if hasattr(e, "__dataclass_fields__"):
+        out = set()
+        for f in e.__dataclass_fields__:
+            out |= _map_refs(getattr(e, f))
+        return out
+    return set()
+
+
+def _linear_in_maps(e, names: set) -> bool:
+    """linear_in with the maps `names` in place of the batch: every product reads exactly one of
+    them, as a plain factor, and nothing else reads a map."""
+    match e:
+        case C.MapRef(name, _, _):
+            return name in names
+        case C.Sum(terms):
+            return all(_linear_in_maps(t, names) for t in terms)
+        case C.Prod(factors):
+            with_map = [f for f in factors if _map_refs(f)]
+            return len(with_map) == 1 and _linear_in_maps(with_map[0], names)
+        case C.AggSum(_, expr):
+            return _linear_in_maps(expr, names)
+        case _:
+            return False
+
+
+def spread_blocks(prog, lowered: dict) -> tuple:
+    """Names (`lowered`: id(block) -> BlockCode, codegen's) of the dist blocks whose result does not depend on how their input is partitioned
+    (in the order codegen names blocks): every statement fills a Random temp by a sum linear in
+    temps (no view read), and those Random temps are read only by exchanges (a Gather or Repart
+    sums the partitions' partial results). The runtime may run such a block in stage 0's task p
+    on the temps task p's batch slice produced, instead of shuffling them first
+    (job_plan._lead_in_stage0: TPC-H Q6 is one stage per batch)."""
+    from toaster.dist.ir import Random
+    tags = prog.tags()
+    read_by_stmts = set()
+    for trig in prog.triggers:
+        for b in trig.blocks:
+            if b.mode != "exchange":
+                for it in b.items:
+                    read_by_stmts |= _map_refs(it.stmt.rhs)
+    out = []
+    for trig in prog.triggers:
+        for b in trig.blocks:
+            if b.mode != "dist":
+                continue
+            ok = True
+            for it in b.items:
+                st, target = it.stmt, tags.get(it.stmt.target)
+                reads = _map_refs(st.rhs)
+                if target is None or target.kind != "temp" or not isinstance(target.tag, Random) \
+                        or st.target in read_by_stmts or not reads \
+                        or any(tags[r].kind != "temp" for r in reads if r in tags) or not reads <= set(tags) \
+                        or not _linear_in_maps(st.rhs, reads):
+                    ok = False
+                    break
+            if ok:
+                out.append(lowered[id(b)].name)
+    return tuple(out)
+
+
 # ------------------------------------------------------------------ driver
 def batch_slices(batch, parts: int, columns) -> list:
     """The batch's `columns` cut into `parts` row ranges, each an Arrow IPC stream (columns
@@ -201,16 +267,17 @@ class ColumnarDelta:
         return batch_slices(batch, parts, columns)
 
 
-def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None):
+def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None, spread=()):
     """The RDD of a job's stage 0: P tasks, each with the driver's scattered records of its
     partition and its slice of every input block's batch. `inputs`: the runtime's entries
-    [InputBlock, ColumnarDelta, scatters, ready]. `lead`: the task of a first stage that only
-    moves views (job_plan: _lead_in_stage0), run by task p on partition p after the inputs."""
+    [InputBlock, ColumnarDelta, scatters, ready]. `lead`: the task of the job's first planned
+    stage (job_plan: _lead_in_stage0), run by task p on partition p after the inputs; it
+    receives the temps named in `spread` as task p produced them (not split by partition)."""
     slices = {ib.block: delta.slices(parts, ib.columns) for ib, delta, _, _ in inputs}
     work = [(ib.block, ib.delta, ib.writes, scatters) for ib, _, scatters, _ in inputs]
     elements = [(p, (scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
                 for p in range(parts)]
-    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work, lead))
+    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work, lead, frozenset(spread)))
 
 
 # ------------------------------------------------------------------ executors
@@ -239,7 +306,7 @@ def _read_slice(data: bytes, key_types):
     return cols, table.column("s").to_numpy()
 
 
-def input_task(spec: dict, inputs: list, lead=None):
+def input_task(spec: dict, inputs: list, lead=None, spread=frozenset()):
     """mapPartitionsWithIndex body of stage 0: elements (p, (records, {block: slice})); the
     records scattered by the driver pass on to partition p, each input block runs on the slice
     and its temps go to the partitions of their Scatters. `inputs`: (block, delta, writes,
@@ -250,6 +317,7 @@ def input_task(spec: dict, inputs: list, lead=None):
 
     def run(p, elements):
         out: dict = {}
+        kept: list = []
         nm = None
         for q, (records, slices) in elements:
             if records:
@@ -268,12 +336,16 @@ def input_task(spec: dict, inputs: list, lead=None):
                 nm.run_block(block)
                 for target, source, positions in scatters:
                     kcols, vals = nm.entries(source)
-                    if len(vals):
-                        for d, c, v in _split(kcols, vals, positions, parts_n):
-                            out.setdefault(d, []).append((target, c, v))
+                    if not len(vals):
+                        continue
+                    if target in spread:   # read here by the lead stage's spread blocks
+                        kept.append((target, kcols, vals))
+                        continue
+                    for d, c, v in _split(kcols, vals, positions, parts_n):
+                        out.setdefault(d, []).append((target, c, v))
                 nm.add(delta, ())          # the slice is not kept
         if lead is not None:
-            for d, recs in lead(p, iter(())):
+            for d, recs in lead(p, iter([(p, kept)] if kept else ())):
                 out.setdefault(d, []).extend(recs)
         return iter(out.items())
     return run

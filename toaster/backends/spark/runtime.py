@@ -86,6 +86,7 @@ class DistRuntime(JobRunner):
     LOCAL_MAPS: tuple = ()       # view maps on the driver
     DIST_MAPS: dict = {}         # view map -> partition key positions
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
+    SPREAD_BLOCKS: tuple = ()    # dist blocks indifferent to their input's partitioning (stage 0 may run them)
     READY: str | None = None     # the ON SYSTEM READY method (initial values), run once by start()
     RELATION_TYPES: dict = {}    # relation -> column type names (for run_main)
     MAP_TYPES: dict = {}         # view map -> ((key type names), value type name), program order
@@ -472,9 +473,9 @@ class _DryRun:
 
     def _run_job(self, more_follow: bool) -> None:
         self._jobs += 1
-        inputs = bool(self._take_inputs())
-        self._batch["stages"] += (len(self._stages) + (self._carried is not None or inputs)
-                                  - self._lead_in_stage0(inputs))
+        inputs = self._take_inputs()
+        self._batch["stages"] += (len(self._stages) + (self._carried is not None or bool(inputs))
+                                  - bool(self._lead_in_stage0(inputs, more_follow)))
         for t in self._pending_gathers():
             self.local[t] = {}
         self._carried = True if more_follow else None
