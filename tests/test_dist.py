@@ -381,6 +381,9 @@ def test_explain_plans_one_job_per_batch_of_every_stream():
     prog = compile_sql(GLOBAL_SUM, mode="batch").stage("spark")
     assert "1 job(s), 1 stage(s)" in explain_jobs(prog)
     assert load_program_module(prog.source).Program.SPREAD_BLOCKS      # what makes it one stage
+    # blocks that join views depend on where their input lies: never spread
+    for sql in (JOIN3, SELF_JOIN):
+        assert not load_program_module(compile_sql(sql, mode="batch").stage("spark").source).Program.SPREAD_BLOCKS
 
 
 # ------------------------------------------------ a view joined on another key: a copy

@@ -98,3 +98,41 @@ def test_a_first_stage_of_view_reparts_runs_in_stage_0():
 def test_commuting_block_joins_a_stage_of_view_reparts():
     prog = _plan(_program(["V4"], ["V4"], a_repart_view=True), ["A", "B"])
     assert prog.plans == [[(["b1"], ["T0", "U2"]), (["a1", "b2"], ["T2"]), (["a2"], [])]]
+
+
+def _spread_program(spread: bool, later_reader: bool = False):
+    """Trigger A: input block (DELTA_A -> T1) -> Scatter T2 <- T1 -> block s1 (T2 -> T3, a Random
+    partial sum) -> Gather T4 <- T3 -> local block (T4 -> R); with later_reader, a second dist
+    block in a later stage also reads T2."""
+    class Prog(DistRuntime):
+        LOCAL_MAPS = ("R",)
+        DIST_MAPS = {"V": (0,)}
+        TRIGGERS = {"A": "on_a"}
+        SPREAD_BLOCKS = ("s1",) if spread else ()
+
+        def on_a(self, delta):
+            self.begin_trigger("DELTA_A", delta)
+            self.run_local(lambda: self.local.__setitem__("T1", {}), ("DELTA_A",), ("T1",))
+            self.scatter("T2", "T1", (0,))
+            self.run_dist(_blk("s1"), ("T2",), ("T3",))
+            self.gather("T4", "T3")
+            if later_reader:
+                self.run_dist(_blk("b2"), ("T2", "T4", "V"), ("V",))
+            self.run_local(lambda: None, ("T4",), ("R",))
+            self.end_trigger(("T1", "T2", "T3", "T4"))
+    return Prog
+
+
+def test_a_first_stage_of_spread_blocks_runs_in_stage_0():
+    """Spread blocks (native_input.spread_blocks) on the temps of this job's input blocks run in
+    stage 0's tasks: a global sum is one stage. Not when the block is not spread, when there is
+    no input block, or when a later stage reads the spread temps (they were not partitioned)."""
+    inputs = {"A": native_input.InputBlock("A", "in_a", "DELTA_A", ("T1",))}
+    prog = _plan(_spread_program(True), ["A"], inputs)
+    assert prog.leads == [True] and prog.stages_last_batch == 1
+    assert planned_counts(_spread_program(True), ["A"], inputs) == (1, 1)
+    assert planned_counts(_spread_program(False), ["A"], inputs) == (1, 2)
+    assert planned_counts(_spread_program(True), ["A"]) == (1, 1)          # driver input: parallelize
+    assert _plan(_spread_program(True), ["A"]).leads == [False]
+    prog = _plan(_spread_program(True, later_reader=True), ["A"], inputs)
+    assert prog.leads == [False] and prog.stages_last_batch == 3
