@@ -211,10 +211,14 @@ def restore_task(spec: dict, seq: int, old_store: str):
 
 
 def warm_task(spec: dict):
-    """Load the spec's partition program in the worker that runs the task (engine start)."""
+    """Load the spec's partition program in the worker that runs the task (engine start), and
+    the modules stage 0 reads batch slices with (pyarrow's IPC reader: ~60-200 ms to import,
+    which the first batch paid)."""
     def run(_p, elements):
         drain(elements)
         nx.module_for(spec)
+        import pyarrow.ipc  # noqa: F401
+        from toaster.backends.spark import native_input  # noqa: F401
         return iter(())
     return run
 
