@@ -23,7 +23,8 @@ from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, M
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
 from toaster.calculus.toposort import CycleError, lexicographic_topological_order
 from toaster.m3.initial import initial_value
-from toaster.m3.materialize import components, materialize_nested, reevaluation_rhs
+from toaster.m3.materialize import (binding_order, components, materialize_nested, reevaluation_rhs,
+                                    split_cyclic)
 from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
@@ -255,8 +256,21 @@ class HOIVMCompiler:
             if deep:
                 # beyond the materialization depth: join maps of the base relations instead
                 refs.append(self._over_base_maps(mk_prod(comp + extra)))
-            else:
+                continue
+            split = None if self.strategy == "naive" else split_cyclic(comp, extra, known, needed)
+            if split is None:
                 refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
+                continue
+            # a cycle through the updated relation: one map per part, joined on the cut
+            cut, parts = split
+            self.notes.append(f"{m.name}: cuts a cyclic component ({', '.join(r.name for r in comp)}) "
+                              f"at {', '.join(v.name for v in cut)}")
+            part_refs = []
+            for atoms, part_extra in parts:
+                part_vars = set().union(*(set(r.vars) for r in atoms)) - known
+                part_refs.append(self._materialize_component(m, atoms + part_extra, part_vars, known,
+                                                             needed | set(cut), keys))
+            refs += binding_order(part_refs, known, rels)
         early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known
                        and not relations(f.expr)]
         rest = [f for f in outside if f not in early_lifts]

@@ -137,3 +137,86 @@ def components(rels, known) -> list:
              if (set(r.vars) & set(rels[j].vars)) - known]
     comps = connected_components(len(rels), edges)
     return [[rels[i] for i in c] for c in comps]
+
+
+# ------------------------------------------------------------------ cyclic components
+# A delta of a cyclic join (TPC-H Q5: CUSTOMER-ORDERS-LINEITEM-SUPPLIER closed by
+# c_nationkey = s_nationkey) binds variables in two atoms that the rest of the cycle still
+# connects. Materialized whole, such a component is a map keyed by both atoms' bound variables:
+# the join of the path between them, a cross product in effect (Q5's ORDERS delta kept
+# CUSTOMER x LINEITEM per nation, 72 M entries at SF 0.1). Cutting the path at a join variable
+# gives maps keyed by one atom's bound variables and the cut, joined on the cut in the statement.
+
+def anchored(atoms, known) -> bool:
+    """Whether one atom holds every bound variable the atoms use (no cross product of
+    independently bound keys)."""
+    used = set().union(*(set(a.vars) for a in atoms)) & set(known)
+    return not used or any(used <= set(a.vars) for a in atoms)
+
+
+def split_cyclic(atoms, extras, known, needed, max_cut: int = 2):
+    """For a component whose bound variables are not all in one atom: (cut variables, [(atoms,
+    extras) per part]) where every part is anchored and every extra factor has one home; or
+    None (already anchored, nested aggregates inside, or no clean cut). `needed`: variables the
+    statement reads outside the component. Among the smallest cuts, the one giving most parts
+    wins (Q5: the nation key, which three relations share), then the one with the fewest map
+    keys in all (a cut on a variable the statement needs anyway adds none)."""
+    from itertools import combinations
+    if len(atoms) < 2 or anchored(atoms, known):
+        return None
+    if any(isinstance(f, Lift) or relations(f) for f in extras):
+        return None
+    occurrences: dict = {}
+    for a in atoms:
+        for v in dict.fromkeys(a.vars):
+            if v not in known:
+                occurrences[v] = occurrences.get(v, 0) + 1
+    join_vars = [v for v, n in occurrences.items() if n >= 2]
+    for size in range(1, max_cut + 1):
+        best = None
+        for cut in combinations(join_vars, size):
+            parts = components(atoms, set(known) | set(cut))
+            if len(parts) < 2 or not all(anchored(p, known) for p in parts):
+                continue
+            homes = _extra_homes(parts, extras, known)
+            if homes is None:
+                continue
+            keys = set(known) | set(cut) | set(needed)
+            width = sum(len(_atom_vars(p) & keys) for p in parts)
+            score = (-len(parts), width)
+            if best is None or score < best[0]:
+                best = (score, cut, [(p, h) for p, h in zip(parts, homes)])
+        if best is not None:
+            return best[1], best[2]
+    return None
+
+
+def _extra_homes(parts, extras, known):
+    homes = [[] for _ in parts]
+    for f in extras:
+        fv = all_vars(f)
+        part = next((i for i, p in enumerate(parts) if fv <= _atom_vars(p)), None)
+        if part is None:
+            return None
+        homes[part].append(f)
+    return homes
+
+
+def binding_order(refs, bound, atoms) -> list:
+    """Map references in an order that binds variables early: lookups and slices on bound
+    variables before scans (a product is evaluated left to right, each factor with the
+    variables of the ones before it bound). Between two slices, the one on a variable fewer of
+    the statement's relation atoms share comes first: a variable many relations join on (Q5's
+    nation key) is a dimension with few values, whose slices are long."""
+    def shared(v):
+        return sum(v in a.vars for a in atoms)
+    out, bound, rest = [], set(bound), list(refs)
+    while rest:
+        def score(r):
+            on = set(r.vars) & bound
+            return (bool(on), -len(set(r.vars) - bound), -min((shared(v) for v in on), default=0))
+        best = max(rest, key=score)
+        rest.remove(best)
+        out.append(best)
+        bound |= set(best.vars)
+    return out
