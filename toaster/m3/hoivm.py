@@ -23,8 +23,8 @@ from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, M
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
 from toaster.calculus.toposort import CycleError, lexicographic_topological_order
 from toaster.m3.initial import initial_value
-from toaster.m3.materialize import (binding_order, components, materialize_nested, reevaluation_rhs,
-                                    split_cyclic)
+from toaster.m3.materialize import (binding_order, components, join_degrees, materialize_nested,
+                                    reevaluation_rhs, split_cyclic)
 from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
@@ -83,6 +83,7 @@ class HOIVMCompiler:
         self.statements: dict[Event, list] = {}
         self.pending: list[MapDecl] = []     # maps registered but not compiled yet
         self.by_body: dict = {}               # (canonical body, key set) -> (map, key order)
+        self.join_degrees: dict = {}          # (relation, column) -> atoms sharing it (materialize.py)
 
     def _compile_map(self, m: MapDecl) -> None:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
@@ -270,7 +271,7 @@ class HOIVMCompiler:
                 part_vars = set().union(*(set(r.vars) for r in atoms)) - known
                 part_refs.append(self._materialize_component(m, atoms + part_extra, part_vars, known,
                                                              needed | set(cut), keys))
-            refs += binding_order(part_refs, known, rels)
+            refs += binding_order(part_refs, known, rels, self.join_degrees)
         early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known
                        and not relations(f.expr)]
         rest = [f for f in outside if f not in early_lifts]
@@ -521,6 +522,7 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
                   depth: int | None = None) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
     c = HOIVMCompiler(calc_program.relations, mode, strategy, depth)
+    c.join_degrees = join_degrees(m.definition for m in calc_program.maps)
     queue = deque()
     for m in calc_program.maps:
         if not relations(m.definition):

@@ -202,19 +202,54 @@ def _extra_homes(parts, extras, known):
     return homes
 
 
-def binding_order(refs, bound, atoms) -> list:
+def join_degrees(definitions) -> dict:
+    """(relation, column index) -> how many relation atoms of the query share the variable in
+    that column (at most, over the definitions): Q5's nation key columns 3, its order keys 2."""
+    out: dict = {}
+    for d in definitions:
+        for rels in _atom_groups(d):
+            for a in rels:
+                for i, v in enumerate(a.vars):
+                    n = sum(v in b.vars for b in rels)
+                    out[(a.name, i)] = max(out.get((a.name, i), 0), n)
+    return out
+
+
+def _atom_groups(e) -> list:
+    """The relation atoms of e, one list per monomial-like product (sums split)."""
+    from toaster.calculus.ir import Prod, Sum
+    match e:
+        case Rel():
+            return [[e]]
+        case Sum(ts):
+            return [g for t in ts for g in _atom_groups(t)]
+        case Prod(fs):
+            groups = [[]]
+            for f in fs:
+                sub = _atom_groups(f)
+                if sub:
+                    groups = [g + h for g in groups for h in sub][:64]
+            return groups
+        case AggSum(_, q) | Lift(_, q):
+            return _atom_groups(q)
+    return []
+
+
+def binding_order(refs, bound, atoms, degrees) -> list:
     """Map references in an order that binds variables early: lookups and slices on bound
     variables before scans (a product is evaluated left to right, each factor with the
-    variables of the ones before it bound). Between two slices, the one on a variable fewer of
-    the statement's relation atoms share comes first: a variable many relations join on (Q5's
-    nation key) is a dimension with few values, whose slices are long."""
-    def shared(v):
-        return sum(v in a.vars for a in atoms)
+    variables of the ones before it bound). Between two slices, the one on a variable in columns
+    that fewer relations of the query join on comes first: a column many relations share (Q5's
+    nation key: CUSTOMER, SUPPLIER, NATION) is a dimension with few values, whose slices are
+    long; an order key's or customer key's slice is a few rows."""
+    def degree(v):
+        return max((degrees.get((a.name, i), 0) for a in atoms for i, x in enumerate(a.vars) if x == v),
+                   default=0)
     out, bound, rest = [], set(bound), list(refs)
     while rest:
         def score(r):
             on = set(r.vars) & bound
-            return (bool(on), -len(set(r.vars) - bound), -min((shared(v) for v in on), default=0))
+            return (bool(on), -len(set(r.vars) - bound), -min((degree(v) for v in on), default=0))
         best = max(rest, key=score)
         rest.remove(best)
         out.append(best)
