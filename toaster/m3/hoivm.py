@@ -6,7 +6,10 @@ For every map (starting with the query maps) and every update event of a relatio
   2. extract range restrictions on the map's keys into the statement's target key,
   3. decompose each monomial: relation atoms connected by unbound variables form components;
      each component (with the conditions and values that only it mentions) is materialized as
-     an auxiliary map keyed by the bound variables it uses and the variables needed outside,
+     an auxiliary map keyed by the bound variables it uses and the variables needed outside;
+     a component whose bound variables sit in different atoms (a cycle through the updated
+     relation, TPC-H Q5) is first cut at a join variable into parts joined in the statement,
+     so that no map is keyed by a cross product (materialize.py: split_cyclic),
   4. reuse an existing map when the new definition equals one up to variable renaming,
   5. recurse on every new map.
 Degrees drop at each level (Theorem 1), so this terminates. Statements of one trigger are
