@@ -7,6 +7,9 @@ map keys); the remaining relation atoms are decomposed into connected components
 materialized with the keys the rest of the expression needs. Every new map has no nested
 aggregate left, so it is maintained incrementally. This is the PSP plan of VLDBJ'14 §6.2:
 the re-evaluation only scans small aggregated maps.
+
+It also holds the cut of cyclic components that the trigger compiler (hoivm.py) applies to
+every delta: `split_cyclic`, `binding_order` (see the section at the end).
 """
 from __future__ import annotations
 
