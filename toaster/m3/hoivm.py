@@ -6,7 +6,10 @@ For every map (starting with the query maps) and every update event of a relatio
   2. extract range restrictions on the map's keys into the statement's target key,
   3. decompose each monomial: relation atoms connected by unbound variables form components;
      each component (with the conditions and values that only it mentions) is materialized as
-     an auxiliary map keyed by the bound variables it uses and the variables needed outside,
+     an auxiliary map keyed by the bound variables it uses and the variables needed outside;
+     a component whose bound variables sit in different atoms (a cycle through the updated
+     relation, TPC-H Q5) is first cut at a join variable into parts joined in the statement,
+     so that no map is keyed by a cross product (materialize.py: split_cyclic),
   4. reuse an existing map when the new definition equals one up to variable renaming,
   5. recurse on every new map.
 Degrees drop at each level (Theorem 1), so this terminates. Statements of one trigger are
@@ -23,7 +26,8 @@ from toaster.calculus.ir import (AggSum, Cmp, Const, DeltaRel, Extremum, Lift, M
                                  Var, all_vars, expr_type, is_zero, mk_prod, mk_sum, relations, schema)
 from toaster.calculus.toposort import CycleError, lexicographic_topological_order
 from toaster.m3.initial import initial_value
-from toaster.m3.materialize import components, materialize_nested, reevaluation_rhs
+from toaster.m3.materialize import (binding_order, components, join_degrees, materialize_nested,
+                                    reevaluation_rhs, split_cyclic)
 from toaster.m3.ir import Event, M3Program, MapDecl, Statement, Trigger
 from toaster.calculus.nested_delta import NotRangeRestricted, is_domain
 from toaster.calculus.simplify import Monomial, normalize, simplify_monomials, subst
@@ -82,6 +86,7 @@ class HOIVMCompiler:
         self.statements: dict[Event, list] = {}
         self.pending: list[MapDecl] = []     # maps registered but not compiled yet
         self.by_body: dict = {}               # (canonical body, key set) -> (map, key order)
+        self.join_degrees: dict = {}          # (relation, column) -> atoms sharing it (materialize.py)
 
     def _compile_map(self, m: MapDecl) -> None:
         body = m.definition.expr if isinstance(m.definition, AggSum) else m.definition
@@ -255,8 +260,21 @@ class HOIVMCompiler:
             if deep:
                 # beyond the materialization depth: join maps of the base relations instead
                 refs.append(self._over_base_maps(mk_prod(comp + extra)))
-            else:
+                continue
+            split = None if self.strategy == "naive" else split_cyclic(comp, extra, known, needed)
+            if split is None:
                 refs.append(self._materialize_component(m, comp + extra, cv, known, needed, keys))
+                continue
+            # a cycle through the updated relation: one map per part, joined on the cut
+            cut, parts = split
+            self.notes.append(f"{m.name}: cuts a cyclic component ({', '.join(r.name for r in comp)}) "
+                              f"at {', '.join(v.name for v in cut)}")
+            part_refs = []
+            for atoms, part_extra in parts:
+                part_vars = set().union(*(set(r.vars) for r in atoms)) - known
+                part_refs.append(self._materialize_component(m, atoms + part_extra, part_vars, known,
+                                                             needed | set(cut), keys))
+            refs += binding_order(part_refs, known, rels, self.join_degrees)
         early_lifts = [f for f in outside if isinstance(f, Lift) and all_vars(f.expr) <= known
                        and not relations(f.expr)]
         rest = [f for f in outside if f not in early_lifts]
@@ -507,6 +525,7 @@ def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
                   depth: int | None = None) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
     c = HOIVMCompiler(calc_program.relations, mode, strategy, depth)
+    c.join_degrees = join_degrees(m.definition for m in calc_program.maps)
     queue = deque()
     for m in calc_program.maps:
         if not relations(m.definition):
