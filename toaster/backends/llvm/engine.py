@@ -5,7 +5,9 @@ go to `toaster.feed` (feed.py), linked into the program's module, which checks t
 columns itself (reading the array and tuple objects whose `id()`s Python puts in a reused slots
 array), switches the undo log on and off, runs process_<REL> per batch and tests for failures:
 per batch Python does a few lookups and slot stores (~1-2 us for a 1,000-row batch where the
-former path below took 6-25). String columns read by a trigger are encoded to dictionary ids
+former path below took 6-25). When no relation feeds a STRING column, apply/apply_many fill those
+slots themselves (NativeFeed.run's work without its two Python calls: after a batch's native run
+has evicted the caches each Python step costs 0.1-1 us). String columns read by a trigger are encoded to dictionary ids
 inside that call, from their Arrow buffers, through a native string hash table kept equal to the
 dictionary (string_hash.py); a batch with strings the table lacks returns to Python, which
 interns them (once per new distinct string) and calls again. Dictionary-encoded columns get their
@@ -141,6 +143,8 @@ class LLVMEngine(Engine):
 
     # ---------------------------------------------------------- fast path
     def apply(self, batch: Batch) -> None:
+        if self._plain_feed:          # apply_many's records filled without NativeFeed.run
+            return self.apply_many([batch])
         nf = self._native_feed
         if nf is not None and self._open and nf.run((batch,)):
             self._after_feed()
