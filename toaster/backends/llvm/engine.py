@@ -164,7 +164,7 @@ class LLVMEngine(Engine):
                 # no STRING column fed: the records (relation index, id(signs), id(columns)) are
                 # filled here, NativeFeed.run's work without its calls -- after a batch's native
                 # run evicted the caches, every Python step costs ~0.1-1 us (BSV: ~4 -> ~2 us)
-                slots, by_name, k = nf.slots, nf.by_name, HEADER
+                slots, by_name, width, k = nf.slots, nf.by_name, nf.width, HEADER
                 for b in batches:
                     fr = by_name.get(b.relation) if b.__class__ is Batch and b.checked else None
                     if fr is None:
@@ -172,7 +172,7 @@ class LLVMEngine(Engine):
                     slots[k] = fr.index
                     slots[k + 1] = id(b.signs)
                     slots[k + 2] = id(b.columns)
-                    k += nf.width
+                    k += width
                 else:
                     pool = self._pool
                     if pool._pending:
