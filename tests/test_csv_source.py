@@ -278,3 +278,25 @@ def test_a_bad_sequence_number_is_located(tmp_path, delimiter):
         load_sources([r])
     e = info.value
     assert (e.line, e.column) == (2, 1) and "sequence number" in e.message
+
+
+def test_is_ascii_finds_a_high_byte_anywhere():
+    from toaster.runtime.arrow_csv import is_ascii
+    for n in range(0, 26):
+        assert is_ascii(b"a" * n) and is_ascii(memoryview(bytearray(b"b" * n)))
+        for k in range(n):
+            for high in (0x80, 0xC3, 0xFF):
+                data = bytearray(b"a" * n)
+                data[k] = high
+                assert not is_ascii(data) and not is_ascii(memoryview(data)[: k + 1])
+
+
+def test_non_ascii_text_is_read_as_the_line_parser_reads_it(tmp_path):
+    # a chunk with a non-ASCII byte keeps Arrow's UTF-8 check (an all-ASCII one skips it)
+    path = tmp_path / "r.csv"
+    path.write_bytes("1|1.0|1994-01-01|café\n2|2.5|1994-01-02|naïve ✓\n3|3.0|1994-01-03|plain\n".encode())
+    d = decl(str(path), delimiter="|")
+    arrow = _outcome(lambda: iter_source(d))
+    python = _outcome(lambda: parse_csv_lines(d, open(path, encoding="utf-8", newline=""), path=str(path)))
+    assert arrow[1] is None and _same(arrow, python)
+    assert [r[3] for _, r in arrow[0][0]] == ["café", "naïve ✓", "plain"]

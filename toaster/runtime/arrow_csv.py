@@ -56,9 +56,11 @@ class _Layout:
         self.include = (["f0", "f1"] if deletions else []) + [f"f{self.lead + j}" for j in self.read] + \
             ([self.names[-1]] if trailing else [])
 
-    def read_csv(self, data, delim: str, types: dict, threads: bool = True, empty_lines: bool = True):
+    def read_csv(self, data, delim: str, types: dict, threads: bool = True, empty_lines: bool = True,
+                 check_utf8: bool = True):
         """(table, whether a row was invalid). empty_lines False: an empty line is read as a
-        row of empty fields instead of skipped."""
+        row of empty fields instead of skipped. check_utf8 False: data is known to be valid
+        UTF-8 (Arrow's check of the string columns is ~8 % of a LINEITEM parse)."""
         invalid = []
 
         def on_invalid(row):
@@ -75,7 +77,7 @@ class _Layout:
                                              invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=self.include,
                                                  null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False, check_utf8=True))
+                                                 quoted_strings_can_be_null=False, check_utf8=check_utf8))
         return table, bool(invalid)
 
     def types(self, fast: bool) -> dict:
@@ -140,7 +142,8 @@ def _read_chunk(decl, layout: _Layout, data, first_line: int, delim: str, path: 
     # rows are its lines (no line count needed)
     exact = any(t != pa.string() for t in types.values())
     try:
-        table, invalid = layout.read_csv(data, delim, types, USE_THREADS, empty_lines=not exact)
+        table, invalid = layout.read_csv(data, delim, types, USE_THREADS, empty_lines=not exact,
+                                         check_utf8=not is_ascii(data))
         if not invalid:
             columns, signs, seq, bad = _convert(layout, table, fast=True)
             if bad is None:
@@ -150,6 +153,19 @@ def _read_chunk(decl, layout: _Layout, data, first_line: int, delim: str, path: 
     # checked path: the first bad line, if any, in file order
     data = bytes(data)
     return _checked_chunk(decl, layout, data, first_line, delim, path) + (None,)
+
+
+def is_ascii(data) -> bool:
+    """Whether a bytes-like chunk is all ASCII, hence valid UTF-8 (8 bytes at a time: ~0.3 ms for
+    8 MB, against ~2 ms for Arrow's UTF-8 check of LINEITEM's string columns)."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    whole = len(b) // 8 * 8
+    if whole and int(np.bitwise_or.reduce(b[:whole].view(np.uint64))) & _HIGH_BITS:
+        return False
+    return not (b[whole:] & 0x80).any()
+
+
+_HIGH_BITS = 0x8080808080808080
 
 
 def _checked_chunk(decl, layout: _Layout, data: bytes, first_line: int, delim: str, path: str):
@@ -269,17 +285,17 @@ def _op_signs(op) -> tuple[np.ndarray, np.ndarray]:
         if offsets[-1] - offsets[0] == len(arr) and bool(np.all(np.diff(offsets) == 1)):
             text = np.frombuffer(arr.buffers()[2], dtype=np.uint8, count=len(arr), offset=int(offsets[0]))
             zero = text == ord("0")
-            return np.where(zero, -1, 1).astype(np.int8), ~zero & (text != ord("1"))
+            return 1 - 2 * zero.view(np.int8), ~zero & (text != ord("1"))     # int8 throughout
     signs = np.where(_np(pc.equal(op, "0")), -1, 1).astype(np.int8)
     return signs, ~_np(pc.is_in(op, value_set=pa.array(["0", "1"])))
 
 
 def _date32_days(col) -> np.ndarray:
-    """Day numbers (int64) of a date32 column, read through an int32 view (no datetime64 detour)."""
+    """Day numbers (int32) of a date32 column, read through an int32 view (no datetime64 detour;
+    one chunk: no copy)."""
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
     parts = [c.view(pa.int32()).to_numpy(zero_copy_only=False) for c in chunks]
-    days = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, np.int32)
-    return days.astype(np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, np.int32)
 
 
 _NULL_TEXT = {INT: "0", FLOAT: "0", DATE: "0001-01-01", BOOL: "false"}

@@ -58,12 +58,14 @@ def days_to_yyyymmdd(days: np.ndarray) -> np.ndarray:
     """datetime64[D] (or int day numbers since 1970-01-01) -> int64 YYYYMMDD, vectorized
     with integer arithmetic (the proleptic Gregorian civil-from-days algorithm); a column
     spanning few days (the usual case) converts its range once and looks each value up."""
-    z = np.asarray(days).astype("datetime64[D]").view(np.int64)
+    z = np.asarray(days)
+    if z.dtype.kind != "i":           # integer day numbers (Arrow's date32 as int32) need no copy
+        z = z.astype("datetime64[D]", copy=False).view(np.int64)
     if len(z) > 1024:
         lo, hi = int(z.min()), int(z.max())
-        if hi - lo < len(z) // 4:
-            return _civil_from_days(np.arange(lo, hi + 1, dtype=np.int64))[z - lo]
-    return _civil_from_days(z)
+        if hi - lo < len(z) // 4:     # z - lo is in the table's range: take() need not check it
+            return _civil_from_days(np.arange(lo, hi + 1, dtype=np.int64)).take(z - lo, mode="clip")
+    return _civil_from_days(z.astype(np.int64, copy=False))
 
 
 def _civil_from_days(z: np.ndarray) -> np.ndarray:

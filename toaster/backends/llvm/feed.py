@@ -27,7 +27,8 @@ back when the log was on; the batches before it ran), or (i << 2) | 3 (batch i h
 the hash table lacks; it did not run, the batches before it did).
 
 `feed.clock` (-1: off) is a clock id for clock_gettime; when set, each call adds its duration in
-nanoseconds to `feed.ns` (the native share of apply time that bench reports).
+nanoseconds to `feed.ns` (the native share of apply time that bench reports) and counts itself in
+`feed.calls`.
 """
 from __future__ import annotations
 
@@ -131,6 +132,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     consts = ext_global("feed.consts", ir.ArrayType(I64, len(CONSTS)), ir.Constant(ir.ArrayType(I64, len(CONSTS)), None))
     clock = ext_global("feed.clock", I64, _i64(-1))
     ns = ext_global("feed.ns", I64, _i64(0))
+    calls = ext_global("feed.calls", I64, _i64(0))      # timed calls (the clock reads' cost: engine.py)
     # columns no trigger reads: process_<REL> still loads row i of every column (batch mode keys
     # DELTA_<REL> by all of them), so they point at n zero words, grown as batches grow
     zeros = ext_global("feed.zeros", PTR, ir.Constant(PTR, None))
@@ -321,6 +323,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     res = b.call(inner, list(f.args))
     t1 = now()
     b.store(b.add(b.load(ns, typ=I64), b.sub(t1, t0)), ns)
+    b.store(b.add(b.load(calls, typ=I64), _i64(1)), calls)
     b.ret(res)
     return str(m)
 
