@@ -266,12 +266,15 @@ def view_cache(prog: M3Program) -> M3Program:
         stmts = []
         for s in t.statements:
             if s.op == ":=":
-                rhs = rw.rewrite(s.rhs, args)
-                s = Statement(s.target, s.keys, s.op, decompose(rhs) if rhs != s.rhs else rhs)
+                # decomposed with or without a cache: PSP's two books (uncorrelated nested sums,
+                # no cache) were one nested loop over both volume domains per event
+                s = Statement(s.target, s.keys, s.op, decompose(rw.rewrite(s.rhs, args)))
             stmts.append(s)
         triggers.append(Trigger(t.event, tuple(stmts)))
     if not rw.caches:
-        return prog
+        triggers = tuple(triggers)
+        return prog if triggers == prog.triggers else M3Program(
+            prog.relations, prog.maps, triggers, prog.queries, prog.mode, notes=prog.notes)
     out = []
     for t in triggers:
         extra = rw.maintenance(t)
