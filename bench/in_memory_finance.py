@@ -149,20 +149,12 @@ def _rate_of(events: int, cpu) -> str:
 
 
 def run_in_memory_finance(args, cfg, command: str) -> int:
-    from bench.harness import dataset_stream, find_query
+    from bench.harness import dataset_stream
+    from bench.in_memory import run_each
     from bench.stream import load_event_stream
     si = dataset_stream("finance", cfg)
     es = load_event_stream(si.schema_sql())
-    load0 = os.getloadavg()[0]
-    rows = {}
-    for name in (args.queries or FINANCE_QUERIES):
-        q = find_query(name)
-        if q.dataset != "finance":
-            continue
-        print(f"in-memory finance {q.name}", flush=True)
-        rows[q.name] = measure_finance_query(si.schema_sql() + "\n" + q.text, es, args.repeats, cfg.max_events)
-    report = finance_table(rows, command, (load0, os.getloadavg()[0]), args.repeats)
-    with open(os.path.join(cfg.out, "in-memory-finance.md"), "w") as f:
-        f.write(report)
-    print(report)
-    return 0
+    return run_each(args.queries or FINANCE_QUERIES, "finance", "in-memory finance",
+                    lambda q: measure_finance_query(si.schema_sql() + "\n" + q.text, es, args.repeats, cfg.max_events),
+                    lambda rows, load: finance_table(rows, command, load, args.repeats),
+                    os.path.join(cfg.out, "in-memory-finance.md"))

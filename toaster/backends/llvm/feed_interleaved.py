@@ -12,7 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from toaster.types import BOOL, STRING
-from toaster.backends.llvm.hashmap import I8, I64, PTR
+from toaster.backends.llvm.hashmap import I8, I64
 from toaster.backends.llvm.string_hash import emit_counted_loop
 
 INTERLEAVED = -1        # the record's relation slot
