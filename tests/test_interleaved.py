@@ -145,3 +145,25 @@ def test_malformed_interleaved_is_refused():
         Interleaved((b,), np.zeros(3, np.int8))
     with pytest.raises(InputError, match="tags"):
         Interleaved((b,), np.array([0, 1], np.int8))
+
+
+def test_tags_changed_after_construction_are_refused_natively_and_in_python():
+    fed = Fed(QUERY, "tuple")
+    try:
+        first, second = pieces(200, seed=3, size=100)
+        fed.apply(first)
+        before = {q.name: fed.engine.result(q.name).rows for q in fed.comp.queries}
+        for bad in (len(second.parts), -1):
+            tags = second.tags.copy()
+            second.tags[np.flatnonzero(second.tags == 0)[0]] = bad
+            with pytest.raises(InputError, match="tags"):
+                fed.engine.apply_many([second])
+            assert fed.calls[-1] & 3 == 1          # the native check refused it, nothing ran
+            second.tags[:] = tags
+        second.tags[np.flatnonzero(second.tags == 0)[0]] = 1     # miscounted rows
+        with pytest.raises(InputError, match="as many rows"):
+            fed.engine.apply_many([second])
+        assert {q.name: fed.engine.result(q.name).rows for q in fed.comp.queries} == before
+        fed.assert_matches_duckdb()
+    finally:
+        fed.close()

@@ -31,10 +31,15 @@ class Interleaved:
         object.__setattr__(self, "tags", tags)
         if not all(isinstance(p, Batch) for p in self.parts):
             raise InputError("Interleaved: every part must be a Batch")
-        counts = np.bincount(tags.astype(np.int64), minlength=len(self.parts)) if len(tags) else \
-            np.zeros(len(self.parts), np.int64)
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise InputError unless the tags name parts and count each part's rows (again before
+        the runs are cut: numpy arrays can change after construction; the native feed checks too)."""
+        tags = self.tags
         if len(tags) and (int(tags.min()) < 0 or int(tags.max()) >= len(self.parts)):
             raise InputError(f"Interleaved: tags must lie in 0..{len(self.parts) - 1}")
+        counts = np.bincount(tags.astype(np.int64), minlength=len(self.parts))
         if counts.tolist() != [len(p) for p in self.parts]:
             raise InputError("Interleaved: part t must have as many rows as there are tags equal to t")
 
@@ -43,6 +48,7 @@ class Interleaved:
 
     def runs(self) -> list:
         """The runs of consecutive same-part events, in order, each a slice of its part."""
+        self.validate()
         tags = self.tags
         if len(tags) == 0:
             return []

@@ -76,23 +76,41 @@ class InterleavedEmitter:
         plan = h.as_ptr(h.slot(rec, 2))
         parts = b.load(plan, typ=I64)
         h.require(b.and_(b.icmp_signed(">", parts, _i64(0)), b.icmp_signed("<=", parts, _i64(MAX_PARTS))), i)
-        emit_counted_loop(h.inner, b, parts, "ixc.zero", lambda b, t: b.store(_i64(0), self._cell(t)))
-
-        def count(b, k):
-            t = self._tag(data, k)
-            h.require(b.icmp_unsigned("<", t, parts), i)
-            cell = self._cell(t)
-            b.store(b.add(b.load(cell, typ=I64), _i64(1)), cell)
-        emit_counted_loop(h.inner, b, n, "ixc.count", count)
+        # the tags' maximum, then each part's count: branch-free reductions over the tags (they
+        # vectorize; a per-event count in memory cost ~5 ns/event)
+        top = self._reduce(data, n, "ixc.max", lambda b, tag, acc: b.select(b.icmp_unsigned(">", tag, acc), tag, acc))
+        h.require(b.icmp_unsigned("<", top, parts), i)
 
         def part(b, t):
             signs, cols = h.as_ptr(self._plan(plan, t, 1)), h.as_ptr(self._plan(plan, t, 2))
+            count = self._reduce(data, n, "ixc.count", lambda b, tag, acc: b.add(acc, b.zext(
+                b.icmp_unsigned("==", tag, t), I64)))
 
             def one(r):
                 rows = h.check_part(r, signs, cols, i)
-                h.require(b.icmp_signed("==", rows, b.load(self._cell(t), typ=I64)), i)
+                h.require(b.icmp_signed("==", rows, count), i)
             self._switch(self._plan(plan, t, 0), one, "ixc.part", i)
         emit_counted_loop(h.inner, b, parts, "ixc.parts", part)
+
+    def _reduce(self, data, n, name, step):
+        """acc = step(tag, acc) over the tags from 0; returns acc after the loop."""
+        h = self.h
+        b = h.b
+        pre = b.block
+        head, body, done = (h.inner.append_basic_block(f"{name}.{x}") for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        k, acc = b.phi(I64), b.phi(I64)
+        k.add_incoming(_i64(0), pre)
+        acc.add_incoming(_i64(0), pre)
+        b.cbranch(b.icmp_signed("<", k, n), body, done)
+        b.position_at_end(body)
+        nxt = step(b, self._tag(data, k), acc)
+        k.add_incoming(b.add(k, _i64(1)), b.block)
+        acc.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return acc
 
     def run(self, i, rec):
         h = self.h
