@@ -16,6 +16,8 @@ dimension of the batch's length, C-contiguous and aligned; anything else makes t
 slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
 a fallible string table); slots[1]: unused. Then `count` records of `width` words:
     relation index, id(signs), id(columns), then per STRING column read: descriptor address, start
+or, for an Interleaved (several relations' events in stream order, feed_interleaved.py):
+    INTERLEAVED (-1), id(tags), address of its plan (relation index, id(signs), id(columns) per part)
 A descriptor (an int64 array Python keeps per Arrow column, string_hash.StringSource) is either
 [0, address of int64 ids] (ids of rows start...), or [segments, (first row, address of the int32
 offsets of that row, address of the UTF-8 bytes) per segment, rows]: the column's Arrow chunks,
