@@ -167,3 +167,15 @@ def test_tags_changed_after_construction_are_refused_natively_and_in_python():
         fed.assert_matches_duckdb()
     finally:
         fed.close()
+
+
+def test_one_relation_interleaved_runs_as_its_part():
+    fed = Fed(QUERY, "tuple")
+    try:
+        for mixed in pieces(300, seed=4, size=60):
+            for part in mixed.parts:        # each piece as one relation after the other
+                fed.apply(Interleaved((part,), np.zeros(len(part), np.int8)))
+        assert fed.calls and all(rc == 0 for rc in fed.calls)
+        fed.assert_matches_duckdb()
+    finally:
+        fed.close()

@@ -437,6 +437,9 @@ class NativeFeed:
         keep = []                       # descriptors made for this call: alive until it returns
         k = HEADER
         for b in batches[pos:] if pos else batches:
+            if b.__class__ is _Interleaved and len(b.parts) == 1 and len(b.tags) == len(b.parts[0]) \
+                    and not b.tags.any():
+                b = b.parts[0]      # one relation: its part is the batch (no tag walk)
             if b.__class__ is _Interleaved:
                 plan = self._plan(b)
                 if plan is None:
