@@ -1,9 +1,11 @@
 """`python -m bench --in-memory --finance`: the finance queries in llvm tuple mode, input in memory.
 
-The order-book stream interleaves BIDS and ASKS inserts and deletes. It is cut (untimed) into the
-runs of consecutive same-relation events (at most RUN_PIECE = 1,000 each), and the whole list of
-runs goes to a fresh tuple-mode engine in ONE `apply_many` call: the engine fires the triggers
-once per event natively, with no Python call per event (as `--in-memory` feeds TPC-H files). Batch mode at batch 1,000 is measured
+The order-book stream interleaves BIDS and ASKS inserts and deletes. Tuple mode gets it (cut
+untimed) as `Interleaved` pieces of RUN_PIECE = 1,000 events (a Batch per relation and a tag per
+event), all in ONE `apply_many` call to a fresh tuple-mode engine: the native feed walks the tags
+and fires the triggers once per event, with no Python per event or per run (as `--in-memory`
+feeds TPC-H files). "Tuple as runs" feeds the same events as the runs of consecutive
+same-relation events (at most 1,000 each) in one `apply_many`: a batch record per run. Batch mode at batch 1,000 is measured
 the SAME way: the stream cut (untimed) into windows of 1,000 events (a Batch per relation each),
 all of them in one `apply_many`. A third column keeps what the harness's `--batch-sizes 1` measures:
 one `Engine.apply` per event (prebuilt 1-event batches; a Python call per event).
