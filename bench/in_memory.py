@@ -108,23 +108,32 @@ def _rate(x: float) -> str:
 
 def run_in_memory(args, cfg, command: str) -> int:
     from bench.end_to_end import write_csv_tables
-    from bench.harness import find_query
     from bench.tpch import generate_tables
     scale = args.scale if args.scale is not None else 0.1
     base = os.path.abspath(cfg.data_dir or os.path.join(cfg.out, "data"))
     tbl_dir = generate_tables(os.path.join(base, f"tbl-sf{scale:g}"), scale)
     schema = write_csv_tables(tbl_dir, os.path.join(base, f"e2e-csv-sf{scale:g}"))
+    options = {} if args.opt_level is None else {"opt_level": args.opt_level}
+    return run_each(args.queries or IN_MEMORY_QUERIES, "tpch", "in-memory",
+                    lambda q: measure_query(schema + "\n" + q.text, args.repeats, **options),
+                    lambda rows, load: in_memory_table(rows, command, load, args.repeats),
+                    os.path.join(cfg.out, "in-memory.md"))
+
+
+def run_each(names, dataset: str, label: str, measure, table, path: str) -> int:
+    """measure(query) for each named query of `dataset`; table(rows, (load before, after)) is
+    written to path and printed."""
+    from bench.harness import find_query
     load0 = os.getloadavg()[0]
     rows = {}
-    for name in (args.queries or IN_MEMORY_QUERIES):
+    for name in names:
         q = find_query(name)
-        if q.dataset != "tpch":
+        if q.dataset != dataset:
             continue
-        print(f"in-memory {q.name}", flush=True)
-        options = {} if args.opt_level is None else {"opt_level": args.opt_level}
-        rows[q.name] = measure_query(schema + "\n" + q.text, args.repeats, **options)
-    report = in_memory_table(rows, command, (load0, os.getloadavg()[0]), args.repeats)
-    with open(os.path.join(cfg.out, "in-memory.md"), "w") as f:
+        print(f"{label} {q.name}", flush=True)
+        rows[q.name] = measure(q)
+    report = table(rows, (load0, os.getloadavg()[0]))
+    with open(path, "w") as f:
         f.write(report)
     print(report)
     return 0

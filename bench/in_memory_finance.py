@@ -1,9 +1,11 @@
 """`python -m bench --in-memory --finance`: the finance queries in llvm tuple mode, input in memory.
 
-The order-book stream interleaves BIDS and ASKS inserts and deletes. It is cut (untimed) into the
-runs of consecutive same-relation events (at most RUN_PIECE = 1,000 each), and the whole list of
-runs goes to a fresh tuple-mode engine in ONE `apply_many` call: the engine fires the triggers
-once per event natively, with no Python call per event (as `--in-memory` feeds TPC-H files). Batch mode at batch 1,000 is measured
+The order-book stream interleaves BIDS and ASKS inserts and deletes. Tuple mode gets it (cut
+untimed) as `Interleaved` pieces of RUN_PIECE = 1,000 events (a Batch per relation and a tag per
+event), all in ONE `apply_many` call to a fresh tuple-mode engine: the native feed walks the tags
+and fires the triggers once per event, with no Python per event or per run (as `--in-memory`
+feeds TPC-H files). "Tuple as runs" feeds the same events as the runs of consecutive
+same-relation events (at most 1,000 each) in one `apply_many`: a batch record per run. Batch mode at batch 1,000 is measured
 the SAME way: the stream cut (untimed) into windows of 1,000 events (a Batch per relation each),
 all of them in one `apply_many`. A third column keeps what the harness's `--batch-sizes 1` measures:
 one `Engine.apply` per event (prebuilt 1-event batches; a Python call per event).
@@ -41,11 +43,29 @@ def stream_runs(es, relations, limit=None, piece: int = RUN_PIECE) -> list:
     ends = np.concatenate((cuts, [len(rel)]))
     out = []
     for s, e in zip(starts.tolist(), ends.tolist()):
-        b = es.per_relation[es.stream_names[int(rel[s])]]
-        idx = row[s:e]
-        lo, hi = int(idx[0]), int(idx[-1]) + 1
-        out.append(b.slice(lo, hi) if hi - lo == len(idx) and bool(np.all(np.diff(idx) == 1)) else b.take(idx))
+        out.append(_rows(es.per_relation[es.stream_names[int(rel[s])]], row[s:e]))
     return out
+
+
+def stream_interleaved(es, relations, limit=None, piece: int = RUN_PIECE) -> list:
+    """The stream's events (of `relations`, first `limit`) in pieces of `piece` events, each one
+    Interleaved: a Batch per relation it touches (its rows in order) and a tag per event."""
+    from toaster.runtime.interleaved import Interleaved
+    rel, row = es.selected(relations, limit)
+    out = []
+    for s in range(0, len(rel), piece):
+        r, idx = rel[s:s + piece], row[s:s + piece]
+        present = np.unique(r)
+        tags = np.searchsorted(present, r).astype(np.int8)
+        out.append(Interleaved(tuple(_rows(es.per_relation[es.stream_names[int(p)]], idx[r == p])
+                                     for p in present), tags))
+    return out
+
+
+def _rows(b, idx):
+    """Batch b's rows idx (ascending): a slice when contiguous."""
+    lo, hi = int(idx[0]), int(idx[-1]) + 1
+    return b.slice(lo, hi) if hi - lo == len(idx) and bool(np.all(np.diff(idx) == 1)) else b.take(idx)
 
 
 def _timed(comp, tables, batches, one_call: bool) -> tuple[float, object]:
@@ -89,6 +109,7 @@ def measure_finance_query(text: str, es, repeats: int, limit=None) -> dict:
     total = es.count(stream_rels) if limit is None else min(limit, es.count(stream_rels))
     expected = ExpectedResults(es, relations, stream_rels, tuple(comp0.oracle_sql))(total)
     runs = stream_runs(es, stream_rels, total)
+    mixed = stream_interleaved(es, stream_rels, total)
     windows = [b for group in es.batches(1000, stream_rels, total) for b in group]
     singles = [b for group in es.batches(1, stream_rels, total) for b in group]
     tuple_comp, batch_comp = compile_sql(text, mode="tuple"), compile_sql(text, mode="batch")
@@ -97,7 +118,8 @@ def measure_finance_query(text: str, es, repeats: int, limit=None) -> dict:
     def check(results):
         return check_results(results, expected, queries)
     return {"events": total, "runs": len(runs),
-            "tuple": _measure(tuple_comp, tables, runs, True, repeats, check),
+            "tuple": _measure(tuple_comp, tables, mixed, True, repeats, check),
+            "runs_tuple": _measure(tuple_comp, tables, runs, True, repeats, check),
             "batch": _measure(batch_comp, tables, windows, True, repeats, check),
             "per_event": _measure(tuple_comp, tables, singles, False, repeats, check)}
 
@@ -105,17 +127,19 @@ def measure_finance_query(text: str, es, repeats: int, limit=None) -> dict:
 def finance_table(rows: dict, command: str, load: tuple, repeats: int) -> str:
     out = [f"Finance queries in memory, llvm; `{command}`; medians of {repeats} fresh engines, CPU time; "
            f"load average before/after {load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} CPUs. "
-           "Tuple: the stream as runs of consecutive same-relation events, one apply_many call (triggers "
-           "fired per event natively). Batch 1,000: windows of 1,000 events, one apply_many call. "
+           "Tuple: the stream as Interleaved pieces of 1,000 events (a Batch per relation + a tag per event), "
+           "one apply_many call, triggers fired per event natively; tuple as runs: the stream as runs of "
+           "consecutive same-relation events, one apply_many call. Batch 1,000: windows of 1,000 events, one apply_many call. "
            "One apply per event: tuple mode, a Python apply call per event (the harness's batch size 1).", "",
-           "| query | events | runs | tuple (ev/s) | batch 1,000 (ev/s) | tuple / batch | one apply per event (ev/s) |",
-           "|---|---|---|---|---|---|---|"]
+           "| query | events | runs | tuple (ev/s) | tuple as runs (ev/s) | batch 1,000 (ev/s) | tuple / batch | "
+           "one apply per event (ev/s) |",
+           "|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
-        rates = {k: _rate_of(r["events"], r[k]) for k in ("tuple", "batch", "per_event")}
+        rates = {k: _rate_of(r["events"], r[k]) for k in ("tuple", "runs_tuple", "batch", "per_event")}
         timed = all(isinstance(r[k], float) and r[k] > 0 for k in ("tuple", "batch"))
         ratio = f"{r['batch'] / r['tuple']:.2f}" if timed else "-"
-        out.append(f"| {name} | {r['events']:,} | {r['runs']:,} | {rates['tuple']} | {rates['batch']} | {ratio} | "
-                   f"{rates['per_event']} |")
+        out.append(f"| {name} | {r['events']:,} | {r['runs']:,} | {rates['tuple']} | {rates['runs_tuple']} | "
+                   f"{rates['batch']} | {ratio} | {rates['per_event']} |")
     return "\n".join(out) + "\n"
 
 
@@ -127,20 +151,12 @@ def _rate_of(events: int, cpu) -> str:
 
 
 def run_in_memory_finance(args, cfg, command: str) -> int:
-    from bench.harness import dataset_stream, find_query
+    from bench.harness import dataset_stream
+    from bench.in_memory import run_each
     from bench.stream import load_event_stream
     si = dataset_stream("finance", cfg)
     es = load_event_stream(si.schema_sql())
-    load0 = os.getloadavg()[0]
-    rows = {}
-    for name in (args.queries or FINANCE_QUERIES):
-        q = find_query(name)
-        if q.dataset != "finance":
-            continue
-        print(f"in-memory finance {q.name}", flush=True)
-        rows[q.name] = measure_finance_query(si.schema_sql() + "\n" + q.text, es, args.repeats, cfg.max_events)
-    report = finance_table(rows, command, (load0, os.getloadavg()[0]), args.repeats)
-    with open(os.path.join(cfg.out, "in-memory-finance.md"), "w") as f:
-        f.write(report)
-    print(report)
-    return 0
+    return run_each(args.queries or FINANCE_QUERIES, "finance", "in-memory finance",
+                    lambda q: measure_finance_query(si.schema_sql() + "\n" + q.text, es, args.repeats, cfg.max_events),
+                    lambda rows, load: finance_table(rows, command, load, args.repeats),
+                    os.path.join(cfg.out, "in-memory-finance.md"))

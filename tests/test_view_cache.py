@@ -10,9 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toaster.calculus.ir import AggSum, Cmp, Lift, Prod
+from toaster.calculus.ir import AggSum, Cmp, Lift, Prod, subterms
 from toaster.m3.parser import parse_m3
-from toaster.m3.view_cache import _atoms
 from toaster.pipeline import compile_file, compile_sql
 from toaster.testing import run_differential
 from toaster.testing.differential import check_maps_hold_definitions
@@ -52,7 +51,7 @@ def test_finance_queries_get_view_caches(query, caches):
     reeval = [s for t in comp.m3.triggers for s in t.statements if s.op == ":="]
     assert reeval and all("_cache" in str(s.rhs) for s in reeval)
     # no nested loop is left inside the re-evaluation: every lifted range sum became a lookup
-    assert not any(isinstance(a, Cmp) for s in reeval for lift in _lifts(s.rhs) for a in _atoms(lift.expr))
+    assert not any(isinstance(a, Cmp) for s in reeval for lift in _lifts(s.rhs) for a in subterms(lift.expr))
     text = str(comp.m3)
     assert str(parse_m3(text)) == text
     assert any("view cache" in n for n in comp.m3.notes)

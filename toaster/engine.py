@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from toaster.errors import CardinalityError, InputError, UnknownNameError
 from toaster.runtime.batch import Batch
 from toaster.runtime.checks import canonical_batch
+from toaster.runtime.interleaved import Interleaved, expand_interleaved
 from toaster.runtime.nulls import physical_batch, physical_rows
 from toaster.runtime.reads import relations_read
 from toaster.types import Type, INT, FLOAT, DATE, int_to_date
@@ -97,6 +98,8 @@ class Engine(ABC):
 
     def apply(self, batch: Batch) -> None:
         """Apply a batch atomically (checked and converted first; rejected whole if malformed)."""
+        if isinstance(batch, Interleaved):
+            return self.apply_many((batch,))
         batch = self._checked(batch, self._streamed)
         if batch is None:
             return
@@ -109,9 +112,9 @@ class Engine(ABC):
         order, as one step: the views after it are those after applying them one after another.
         All are checked first (one malformed batch rejects them all). An engine may run them
         together: spark plans them into one job and undoes all of them if it fails; the others
-        apply them one after another (each atomic)."""
+        apply them one after another (each atomic). An Interleaved stands for its runs."""
         checked, streamed = [], self._streamed
-        for batch in batches:
+        for batch in expand_interleaved(batches):
             b = self._checked(batch, streamed)
             if b is not None:
                 checked.append(b)

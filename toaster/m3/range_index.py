@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, MapRef, Prod, Sum, Value, Var,
-                                 all_vars, expr_type, schema, term_vars)
+                                 all_vars, expr_type, schema, subterms, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
 from toaster.ordered_index import I64_MAX, I64_MIN, LEVELS, REL_CODES, bound_code
 from toaster.m3.view_cache import decompose
@@ -340,18 +340,9 @@ class _Indexer:
     def _simple(s: Statement, args: set) -> bool:
         """A `+=` of values of the event (its arguments, or its batch's rows): no map read."""
         return s.op == "+=" and all(isinstance(k, Var) for k in s.keys) and not \
-            any(isinstance(a, MapRef) for a in _atoms(s.rhs))
+            any(isinstance(a, MapRef) for a in subterms(s.rhs))
 
 
-def _atoms(e):
-    match e:
-        case Prod(fs) | Sum(fs):
-            for f in fs:
-                yield from _atoms(f)
-        case AggSum(_, q) | Lift(_, q):
-            yield from _atoms(q)
-        case _:
-            yield e
 
 
 def _rename(t, m: dict):
@@ -422,7 +413,7 @@ def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
 def _uncovered_loops(s: Statement, args: set):
     """(map, var) of the loops in a `+=` statement over a map's key under an inequality with the
     event's values (AXF's delta: an inequality join): left as loops, the note says why."""
-    for e in _subexpressions(s.rhs):
+    for e in subterms(s.rhs):
         fs = _factors(e.expr) if isinstance(e, AggSum) else ()
         for ref in (f for f in fs if isinstance(f, MapRef)):
             for x in sorted(set(ref.vars) - args, key=lambda v: v.name):
@@ -431,14 +422,6 @@ def _uncovered_loops(s: Statement, args: set):
                     yield ref.name, x.name
 
 
-def _subexpressions(e):
-    yield e
-    match e:
-        case Prod(fs) | Sum(fs):
-            for f in fs:
-                yield from _subexpressions(f)
-        case AggSum(_, q) | Lift(_, q):
-            yield from _subexpressions(q)
 
 
 def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toaster.calculus.ir import (INT, AggSum, Cmp, Const, Extremum, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars,
-                                 expr_type, mk_prod, relations, schema)
+from toaster.calculus.ir import (INT, AggSum, Cmp, Const, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars,
+                                 expr_type, mk_prod, relations, schema, subterms)
 from toaster.calculus.simplify import subst
 from toaster.m3.hoivm import canonical
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
@@ -86,7 +86,7 @@ class _Rewriter:
         decl = self.maps.get(outer.name)
         if decl is None or not isinstance(decl.definition, AggSum):
             return None
-        rels = [r for r in _atoms(decl.definition.expr) if isinstance(r, Rel)]
+        rels = [r for r in subterms(decl.definition.expr) if isinstance(r, Rel)]
         if len(rels) != 1 or relations(decl.definition) != {rels[0].name}:
             return None
         rel = rels[0]
@@ -227,19 +227,8 @@ def _in_domain(count) -> tuple:
     return (Lift(d, count), Cmp("!=", d, Const(0, INT)))
 
 
-def _atoms(e):
-    match e:
-        case Prod(fs) | Sum(fs):
-            for f in fs:
-                yield from _atoms(f)
-        case AggSum(_, q) | Lift(_, q) | Extremum(_, _, _, q):
-            yield from _atoms(q)
-        case _:
-            yield e
-
-
 def _reads_maps(e) -> bool:
-    return any(isinstance(a, MapRef) for a in _atoms(e))
+    return any(isinstance(a, MapRef) for a in subterms(e))
 
 
 def _map_definition(decl: MapDecl, ref: MapRef, prefix: str = "__C_"):
@@ -266,12 +255,15 @@ def view_cache(prog: M3Program) -> M3Program:
         stmts = []
         for s in t.statements:
             if s.op == ":=":
-                rhs = rw.rewrite(s.rhs, args)
-                s = Statement(s.target, s.keys, s.op, decompose(rhs) if rhs != s.rhs else rhs)
+                # decomposed with or without a cache: PSP's two books (uncorrelated nested sums,
+                # no cache) were one nested loop over both volume domains per event
+                s = Statement(s.target, s.keys, s.op, decompose(rw.rewrite(s.rhs, args)))
             stmts.append(s)
         triggers.append(Trigger(t.event, tuple(stmts)))
     if not rw.caches:
-        return prog
+        triggers = tuple(triggers)
+        return prog if triggers == prog.triggers else M3Program(
+            prog.relations, prog.maps, triggers, prog.queries, prog.mode, notes=prog.notes)
     out = []
     for t in triggers:
         extra = rw.maintenance(t)
@@ -354,7 +346,7 @@ def _lifts(e):
 
 
 def _reads(e, names: set) -> bool:
-    return any(isinstance(a, MapRef) and a.name in names for a in _atoms(e))
+    return any(isinstance(a, MapRef) and a.name in names for a in subterms(e))
 
 
 @pass_("m3_view_cache", "m3")

@@ -16,6 +16,8 @@ dimension of the batch's length, C-contiguous and aligned; anything else makes t
 slots[0]: 1 when the undo log must be on for every batch (some live string has an invalid entry in
 a fallible string table); slots[1]: unused. Then `count` records of `width` words:
     relation index, id(signs), id(columns), then per STRING column read: descriptor address, start
+or, for an Interleaved (several relations' events in stream order, feed_interleaved.py):
+    INTERLEAVED (-1), id(tags), address of its plan (relation index, id(signs), id(columns) per part)
 A descriptor (an int64 array Python keeps per Arrow column, string_hash.StringSource) is either
 [0, address of int64 ids] (ids of rows start...), or [segments, (first row, address of the int32
 offsets of that row, address of the UTF-8 bytes) per segment, rows]: the column's Arrow chunks,
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.compute as pc
@@ -41,6 +44,7 @@ from llvmlite import ir
 
 from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.hashmap import I8, I32, I64, PTR, VOID  # one set of LLVM types
+from toaster.backends.llvm.feed_interleaved import INTERLEAVED, MAX_PARTS, InterleavedEmitter, item_size
 from toaster.backends.llvm.string_hash import (EXTERNAL as STRING_HASH_EXTERNAL, StringSource, build_encode,
                                                build_string_hash, emit_counted_loop)
 
@@ -216,20 +220,57 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
     def fail(i, kind):
         b.ret(b.or_(b.shl(i, _i64(2)), _i64(kind)))
 
+    def check_part(r, signs, cols, i):
+        """Return unless signs and the columns r's triggers read are canonical; their length."""
+        n = require_array(signs, "int8", i)
+        require(b.icmp_signed(">", n, _i64(0)), i)
+        require(b.icmp_unsigned("==", word(cols, layout.ob_type), const("tuple")), i)
+        require(b.icmp_signed("==", word(cols, layout.tuple_size), _i64(len(r.types))), i)
+        for j, (t, read) in enumerate(zip(r.types, r.read)):
+            if not read or t == STRING:
+                continue
+            col = as_ptr(word(cols, layout.tuple_items + 8 * j))
+            require(b.icmp_signed("==", require_array(col, dtype_of.get(t, "int64"), i), n), i)
+        return n
+
+    def ensure_zeros(n):
+        if not all(all(r.read) for r in relations):
+            with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
+                b.call(free, [b.load(zeros, typ=PTR)])
+                b.store(b.call(calloc, [n, _i64(8)]), zeros)
+                b.store(n, zeros_cap)
+
+    def call_part(r, n, row, signs, cols, ids=None):
+        """process_<REL>(n, rows row.. of signs and cols); STRING columns from ids (row 0)."""
+        def at(ptr, size):
+            return b.gep(ptr, [b.mul(row, _i64(size))], inbounds=True, source_etype=I8)
+        args = [n, at(as_ptr(word(signs, layout.data)), 1)]
+        for j, (t, read) in enumerate(zip(r.types, r.read)):
+            if not read:
+                args.append(b.load(zeros, typ=PTR))
+            elif t == STRING:
+                args.append(ids[j])
+            else:
+                args.append(at(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)), item_size(t)))
+        b.call(procs[r.index], args)
+
+    mixed = InterleavedEmitter(SimpleNamespace(
+        b=b, inner=inner, layout=layout, word=word, slot=slot, as_ptr=as_ptr, require=require,
+        require_array=require_array, check_part=check_part, call_part=call_part, ensure_zeros=ensure_zeros,
+        fail_not_canonical=lambda i: fail(i, NOT_CANONICAL)), relations, b)   # b: still in the entry block
+
+    def either(rec, mixed_fn, fn, name):
+        """mixed_fn() for an INTERLEAVED record, else fn(relation) in the record's relation's case."""
+        with b.if_else(b.icmp_signed("==", slot(rec, 0), _i64(INTERLEAVED)), likely=False) as (then, otherwise):
+            with then:
+                mixed_fn()
+            with otherwise:
+                per_relation(rec, fn, name)
+
     # phase 1: every batch canonical? (nothing runs before all are)
     def check(i, rec):
-        def rel_check(r):
-            signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
-            n = require_array(signs, "int8", i)
-            require(b.icmp_signed(">", n, _i64(0)), i)
-            require(b.icmp_unsigned("==", word(cols, layout.ob_type), const("tuple")), i)
-            require(b.icmp_signed("==", word(cols, layout.tuple_size), _i64(len(r.types))), i)
-            for j, (t, read) in enumerate(zip(r.types, r.read)):
-                if not read or t == STRING:
-                    continue
-                col = as_ptr(word(cols, layout.tuple_items + 8 * j))
-                require(b.icmp_signed("==", require_array(col, dtype_of.get(t, "int64"), i), n), i)
-        per_relation(rec, rel_check, "check")
+        either(rec, lambda: mixed.check(i, rec),
+               lambda r: check_part(r, as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2)), i), "check")
     loop(check, "check")
 
     # phase 2: run them, one after another, each atomic
@@ -239,7 +280,6 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
         def rel_run(r):
             signs, cols = as_ptr(slot(rec, 1)), as_ptr(slot(rec, 2))
             n = b.load(as_ptr(word(signs, layout.dims)), typ=I64)
-            args = [n, as_ptr(word(signs, layout.data))]
             ids = {}
             if r.strings:       # encoded before anything of the batch runs (a miss returns)
                 need = b.mul(n, _i64(len(r.strings)))
@@ -258,20 +298,14 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
             if has_undo:
                 b.store(logged, undo_on)
             if not all(r.read):
-                with b.if_then(b.icmp_signed(">", n, b.load(zeros_cap, typ=I64)), likely=False):
-                    b.call(free, [b.load(zeros, typ=PTR)])
-                    b.store(b.call(calloc, [n, _i64(8)]), zeros)
-                    b.store(n, zeros_cap)
-                unread = b.load(zeros, typ=PTR)
-            for j, (t, read) in enumerate(zip(r.types, r.read)):
-                if not read:
-                    args.append(unread)
-                elif t == STRING:
-                    args.append(ids[j])
-                else:
-                    args.append(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)))
-            b.call(procs[r.index], args)
-        per_relation(rec, rel_run, "run")
+                ensure_zeros(n)
+            call_part(r, n, _i64(0), signs, cols, ids)
+
+        def mixed_run():
+            if has_undo:
+                b.store(logged, undo_on)
+            mixed.run(i, rec)
+        either(rec, mixed_run, rel_run, "run")
         failed = b.icmp_signed("!=", b.load(site, typ=I64), _i64(-1))
         for g in errors:
             failed = b.or_(failed, b.icmp_signed("!=", b.load(g, typ=I64), _i64(-1)))
@@ -406,6 +440,19 @@ class NativeFeed:
         keep = []                       # descriptors made for this call: alive until it returns
         k = HEADER
         for b in batches[pos:] if pos else batches:
+            if b.__class__ is _Interleaved and len(b.parts) == 1 and len(b.tags) == len(b.parts[0]) \
+                    and not b.tags.any():
+                b = b.parts[0]      # one relation: its part is the batch (no tag walk)
+            if b.__class__ is _Interleaved:
+                plan = self._plan(b)
+                if plan is None:
+                    return None
+                keep.append(plan)
+                slots[k] = INTERLEAVED
+                slots[k + 1] = id(b.tags)
+                slots[k + 2] = plan.ctypes.data
+                k += width
+                continue
             if b.__class__ is not _Batch or not b.checked:
                 return None
             fr = self.by_name.get(b.relation, False)
@@ -449,6 +496,24 @@ class NativeFeed:
         slots[0] = 1 if logged else 0
         return self.call(len(batches) - pos, self.address)
 
+    def _plan(self, mixed) -> np.ndarray | None:
+        """An Interleaved's plan [parts, (relation index, id(signs), id(columns)) per part], or
+        None when some part is not for this path (not reader-checked, STRING columns read)."""
+        parts = mixed.parts
+        if not 0 < len(parts) <= MAX_PARTS or len(mixed.tags) == 0:
+            return None
+        plan = [len(parts)]
+        for p in parts:
+            if p.__class__ is not _Batch or not p.checked:
+                return None
+            fr = self.by_name.get(p.relation, False)
+            if fr is False:
+                fr = self.relation(p.relation)
+            if fr is None or fr.strings:
+                return None
+            plan += (fr.index, id(p.signs), id(p.columns))
+        return np.array(plan, np.int64)
+
     def _source(self, col) -> "StringSource":
         src = self._sources[id(col)] = StringSource(col)
         if len(self._sources) > SOURCES:
@@ -480,3 +545,4 @@ SOURCES = 16        # string columns whose descriptors NativeFeed keeps
 
 
 from toaster.runtime.batch import Batch as _Batch  # noqa: E402
+from toaster.runtime.interleaved import Interleaved as _Interleaved  # noqa: E402
