@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from toaster.imperative.guard import _children, _locals, _names, _writes
+from toaster.imperative.guard import FreshLocals, _children, _locals, _writes, rewrite_bodies
 from toaster.imperative.ir import Assign, BinOp, Declare, ForEach, If, ImpProgram, Lit, LocalRef, MapAdd, MapGet
 from toaster.passes import pass_
 from toaster.types import FLOAT
@@ -61,18 +61,10 @@ def _accumulate(stmts, acc: LocalRef) -> tuple:
     return tuple(out)
 
 
-class _Accumulator:
+class _Accumulator(FreshLocals):
     def __init__(self, names: set, types: dict):
-        self.names, self.types = names, types
-        self.count = 0
-
-    def fresh(self) -> str:
-        while True:
-            self.count += 1
-            name = f"acc_loop_{self.count}"
-            if name not in self.names:
-                self.names.add(name)
-                return name
+        super().__init__(names, "acc_loop_")
+        self.types = types
 
     def target(self, loop: ForEach):
         """(map, keys) every write of the loop adds to, when the loop can sum into a local."""
@@ -111,8 +103,4 @@ class _Accumulator:
 def imp_accumulate_loops(program: ImpProgram, options=None) -> ImpProgram:
     """A loop whose every write adds into one FLOAT map entry sums into a local, upserted once after it."""
     types = {m.name: m.value_type for m in program.maps}
-    triggers = []
-    for t in program.triggers:
-        names = _names(t.body, {p.name for p in t.params})
-        triggers.append(replace(t, body=_Accumulator(names, types).block(t.body)))
-    return replace(program, triggers=tuple(triggers))
+    return rewrite_bodies(program, lambda names: _Accumulator(names, types))

@@ -127,18 +127,31 @@ def _guard_factor(loop: ForEach):
     return None
 
 
-class _Guarder:
-    def __init__(self, names: set):
-        self.names = names
-        self.count = 0
+class FreshLocals:
+    """Names new locals for one trigger body, never one the body already uses."""
+
+    def __init__(self, names: set, prefix: str):
+        self.names, self.prefix, self.count = names, prefix, 0
 
     def fresh(self) -> str:
         while True:
             self.count += 1
-            name = f"guard_{self.count}"
+            name = f"{self.prefix}{self.count}"
             if name not in self.names:
                 self.names.add(name)
                 return name
+
+
+def rewrite_bodies(program: ImpProgram, rewriter) -> ImpProgram:
+    """program with each trigger body replaced by rewriter(names the body uses).block(body)."""
+    triggers = tuple(replace(t, body=rewriter(_names(t.body, {p.name for p in t.params})).block(t.body))
+                     for t in program.triggers)
+    return replace(program, triggers=triggers)
+
+
+class _Guarder(FreshLocals):
+    def __init__(self, names: set):
+        super().__init__(names, "guard_")
 
     def block(self, stmts) -> tuple:
         out = []
@@ -178,9 +191,5 @@ def _names(stmts, out: set) -> set:
 @pass_("imp_guard_loops", "imp", "imp")
 def imp_guard_loops(program: ImpProgram, options=None) -> ImpProgram:
     """Run a slice loop only when a loop-invariant map lookup that multiplies all its writes is nonzero."""
-    triggers = []
-    for t in program.triggers:
-        names = _names(t.body, {p.name for p in t.params})
-        triggers.append(replace(t, body=_Guarder(names).block(t.body)))
-    return replace(program, triggers=tuple(triggers))
+    return rewrite_bodies(program, _Guarder)
 
