@@ -571,7 +571,9 @@ def describe(r: RunResult) -> str:
         return f"{head} {r.status}: {r.note}"
     rate = f"{r.rate:,.0f} ev/s" if r.rate else "-"
     comp = f" compile {r.compile_s:.2f}s" if r.compile_s is not None else ""
-    mem = f" peak {r.peak_mb:.1f}MB" if r.peak_mb is not None else \
-        " peak n/a" if r.backend in ("spark", "sparksql") else ""
+    # growth of the process's resident set over the run: memory an earlier run freed but the
+    # allocator kept is reused without growth, so a later run can read +0.0 MB
+    mem = f" rss +{r.peak_mb:.1f}MB" if r.peak_mb is not None else \
+        " rss n/a" if r.backend in ("spark", "sparksql") else ""
     py = f" python {100 * r.python_share:.0f}%" if r.python_share is not None else ""
     return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}{py}"

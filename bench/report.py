@@ -78,11 +78,12 @@ def markdown_table(results: list[RunResult]) -> str:
 
 
 def cost_table(results: list[RunResult]) -> str:
-    """Compile time and peak memory per query x backend x strategy (worst over batch sizes)."""
+    """Compile time and peak resident-set growth per query x backend x strategy (worst over batch sizes;
+    runs share one process, so a run reusing memory an earlier one freed shows little growth)."""
     rows: "OrderedDict[tuple, list]" = OrderedDict()
     for r in results:
         rows.setdefault((r.query, r.backend, r.strategy), []).append(r)
-    lines = ["| query | backend | strategy | compile (s) | peak memory (MB) | status |", "|---|---|---|---|---|---|"]
+    lines = ["| query | backend | strategy | compile (s) | peak RSS growth (MB) | status |", "|---|---|---|---|---|---|"]
     for (q, be, st), rs in rows.items():
         comp = [r.compile_s for r in rs if r.compile_s is not None]
         mem = [r.peak_mb for r in rs if r.peak_mb is not None]
