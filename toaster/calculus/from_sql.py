@@ -22,6 +22,7 @@ from toaster.calculus.results import KeyRef, MapReduce, MapValue
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
+from toaster.calculus.exclusive import mutually_exclusive
 from toaster.calculus.implied import column_equalities as _column_equalities
 from toaster.calculus.null_sql import NullTranslation, flag_var, null_default
 from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
@@ -188,7 +189,7 @@ class Translator(NullTranslation):
                 return out
             case A.And(args):
                 return mk_prod([self.cond(a, aggs) for a in args])
-            case A.Or(args) if _mutually_exclusive(args):
+            case A.Or(args) if mutually_exclusive(args):
                 # e.g. an IN list: at most one disjunct holds, so OR is their sum (no
                 # inclusion-exclusion terms, which grow exponentially)
                 return mk_sum([self.cond(a, aggs) for a in args])
@@ -470,37 +471,6 @@ class Translator(NullTranslation):
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def _equalities(c) -> dict:
-    """{expression: constant} for the `expr = constant` conjuncts of a condition."""
-    out = {}
-    for x in (c.args if isinstance(c, A.And) else (c,)):
-        if isinstance(x, A.Comparison) and x.op == "=":
-            if isinstance(x.right, A.Literal) and not isinstance(x.left, A.Literal):
-                out[x.left] = x.right.value
-            elif isinstance(x.left, A.Literal) and not isinstance(x.right, A.Literal):
-                out[x.right] = x.left.value
-    return out
-
-
-_MISSING = object()
-
-
-def _mutually_exclusive(conds) -> bool:
-    """Every two conditions require different constants for some common expression."""
-    eqs = [_equalities(c) for c in conds]
-    # the common case, an IN list or `x = 1 OR x = 2 OR ...`: one expression that every
-    # condition pins to a different constant (linear; the pairwise check is quadratic)
-    for k in (eqs[0] if eqs else ()):
-        values = [e.get(k, _MISSING) for e in eqs]
-        if _MISSING not in values and len(set(values)) == len(values):
-            return True
-    for i in range(len(eqs)):
-        for j in range(i + 1, len(eqs)):
-            if not any(k in eqs[j] and eqs[j][k] != v for k, v in eqs[i].items()):
-                return False
-    return True
 
 
 def _distinct(outs, expr, tr: Translator):
