@@ -4,7 +4,8 @@ The pure ones (rix_key, rix_node) are a few instructions inline. The ones that r
 (rix_interval, rix_sum, rix_bound) call a function emitted ONCE per module and index map
 (`rix.interval.<IDX>`, `rix.bound.<IDX>`): a loop of at most 64 steps over the map's native
 `get`, so a use site costs one call, whatever the number of levels (the unrolled form made
-programs megabytes long). Group keys are passed encoded, as the hash map stores them.
+programs megabytes long). Group keys are passed encoded, as the hash map stores them. Natively an
+index keeps only the levels leaf..top (range_mask.py); the reads start at its leaf level.
 """
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import re
 
 from llvmlite import ir
 
-from toaster.backends.llvm.hashmap import F64, I64, PTR, i64
-from toaster.m3.range_index import LEVELS_MAP
+from toaster.backends.llvm.hashmap import F64, I64, i64
+from toaster.backends.llvm.range_mask import cached as _cached, ctlz as _ctlz, function as _function, \
+    leaf_key, leaf_level, region as _region, root as _root, root_total as _root_total, state as _state, \
+    vadd as _add
+from toaster.backends.llvm.range_mask import emit_index_rebuild, install_masks, masked_update  # noqa: F401 (codegen, trigger_gen)
 from toaster.types import DATE, FLOAT, INT
 
 I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -66,21 +70,12 @@ def _index(tg, args):
     return m, [encode_key(tg.b, tg.typed(g, t), t) for g, t in zip(groups, types)]
 
 
-def _cached(tg, kind: str, m, build):
-    fns = tg.g.__dict__.setdefault("rix_functions", {})
-    if (kind, m.name) not in fns:
-        fns[(kind, m.name)] = build(m)
-    return fns[(kind, m.name)]
+def _umax(b, x, y):
+    return b.select(b.icmp_unsigned(">", x, y), x, y)
 
 
-def _function(m, kind: str, ret, params):
-    f = ir.Function(m.module, ir.FunctionType(ret, params), f"rix.{kind}.{m.name}")
-    f.linkage = "internal"
-    return f
-
-
-def _add(b, m, x, y):
-    return b.fadd(x, y) if m.vty == F64 else b.add(x, y)
+def _umin(b, x, y):
+    return b.select(b.icmp_unsigned("<", x, y), x, y)
 
 
 def _build_interval(m):
@@ -99,13 +94,21 @@ def _build_interval(m):
     inside = f.append_basic_block("inside")
     b.cbranch(b.icmp_unsigned(">", ul, uh), blocks["empty"], inside)
     b = ir.IRBuilder(inside)
-    v_lo = b.call(m.get_fn, gs + [i64(0), ul])
-    same = b.icmp_unsigned("==", ul, uh)
+    # the nodes of ul and uh at the leaf level hold one key each: theirs count if inside
+    leaf = leaf_level(b, m)
+    lo_node, hi_node = b.lshr(ul, leaf), b.lshr(uh, leaf)
+    v_lo = b.call(m.get_fn, gs + [leaf, lo_node])
+    k_lo = leaf_key(b, m, gs, leaf, lo_node)
+    in_lo = b.icmp_unsigned(">=", k_lo, ul)
+    same = b.icmp_unsigned("==", lo_node, hi_node)
+    v_one = b.select(b.and_(in_lo, b.icmp_unsigned("<=", k_lo, uh)), v_lo, m.zero())
     b.cbranch(same, blocks["done"], blocks["two"])
     b = ir.IRBuilder(blocks["two"])
-    v_hi = b.call(m.get_fn, gs + [i64(0), uh])
+    v_hi = b.call(m.get_fn, gs + [leaf, hi_node])
+    k_hi = leaf_key(b, m, gs, leaf, hi_node)
     split = b.sub(i64(63), _ctlz(b, m, b.xor(ul, uh)))
-    start = _add(b, m, v_lo, v_hi)
+    start = _add(b, m, b.select(in_lo, v_lo, m.zero()),
+                 b.select(b.icmp_unsigned("<=", k_hi, uh), v_hi, m.zero()))
     b.branch(blocks["loop"])
     b = ir.IRBuilder(blocks["loop"])
     level = b.phi(I64)
@@ -131,13 +134,13 @@ def _build_interval(m):
     acc3.add_incoming(with_right, blocks["right"])
     next_level = b.add(level, i64(1))
     b.branch(blocks["loop"])
-    level.add_incoming(i64(0), blocks["two"])
+    level.add_incoming(leaf, blocks["two"])
     level.add_incoming(next_level, blocks["next"])
     acc.add_incoming(start, blocks["two"])
     acc.add_incoming(acc3, blocks["next"])
     b = ir.IRBuilder(blocks["done"])
     out = b.phi(m.vty)
-    out.add_incoming(v_lo, inside)
+    out.add_incoming(v_one, inside)
     out.add_incoming(acc, blocks["loop"])
     b.ret(out)
     return f
@@ -172,12 +175,13 @@ def _build_bound(m):
                            b.select(suffix, ir.Constant(wide, I64_MAX + 1), ir.Constant(wide, I64_MIN - 1)))
     loop, body, leaf, finish = (f.append_basic_block(n) for n in ("loop", "body", "leaf", "finish"))
     h_minus_1 = b.sub(h, i64(1))
+    low = leaf_level(b, m)
     b.cbranch(early, finish, loop)
     b = ir.IRBuilder(loop)
     level = b.phi(I64)
     node = b.phi(I64)
     acc = b.phi(m.vty)
-    b.cbranch(b.icmp_signed(">=", level, i64(0)), body, leaf)
+    b.cbranch(b.icmp_signed(">=", level, low), body, leaf)
     b = ir.IRBuilder(body)
     twice = b.shl(node, i64(1))
     # suffix sums look at the right child, prefix sums at the left one
@@ -198,8 +202,14 @@ def _build_bound(m):
     acc.add_incoming(m.zero(), entry)
     acc.add_incoming(next_acc, body)
     b = ir.IRBuilder(leaf)
+    # node is at the leaf level with acc the sum beyond it; it holds at most one key k. The full
+    # descent would go on to its first (suffix) / last (prefix) position if acc + its value
+    # holds, else follow k (acc holding), else end at no key.
     found = holds(b, acc)
-    x = b.xor(node, _SIGN)                               # the leaf's signed key
+    v = b.call(m.get_fn, gs + [low, node])
+    first = b.shl(node, low)
+    edge = b.select(suffix, first, b.or_(first, b.sub(b.shl(i64(1), low), i64(1))))
+    x = b.xor(b.select(holds(b, _add(b, m, acc, v)), edge, leaf_key(b, m, gs, low, node)), _SIGN)
     # rel 1: x + 1, rel 3: x - 1 (in 128 bits, saturated below); none: +inf (suffix) / -inf (prefix)
     xw = b.sext(x, wide)
     adj = b.select(b.icmp_unsigned("==", rel, i64(1)), ir.Constant(wide, 1),
@@ -216,238 +226,6 @@ def _build_bound(m):
     clamped = b.select(b.icmp_signed("<", shifted, lo_c), lo_c, b.select(b.icmp_signed(">", shifted, hi_c), hi_c, shifted))
     b.ret(b.trunc(clamped, I64))
     return f
-
-
-# ------------------------------------------------------------------ the used region (mask)
-# An index whose undo is a rebuild keeps, natively, only the levels below
-# its used bits: base = the unsigned key of its first key, diff = OR of (u xor base) over every
-# key u it has seen (monotone: deletions never shrink it), h = bit length of diff. Every key lies
-# in the region of base's top 64 - h bits, so levels above h hold one node per group (its total): they are
-# not kept; levels 0..min(h, 63) are. When diff grows, the new levels get the old total
-# (`rix.grow`); `rix.unmask` (called before the engine reads or loads a map's raw entries) fills
-# every level, making the index full width (diff = -1) from then on. Python's index functions
-# keep every level: interp and spark read the same answers from full maps.
-MASK_FIELDS = ("base", "diff", "used")
-
-
-def install_masks(module, maps: dict, rebuilt: dict, prog) -> None:
-    """Give each masked index its globals (NativeMap.rix_mask) and export `rix.unmask`: the
-    indexes rebuilt after a rollback whose every write is a level loop `masked_update` takes."""
-    masked = []
-    writes = _level_loop_writes(prog)
-    for name, m in maps.items():
-        m.rix_mask = None
-        if name in rebuilt and m.K >= 2 and writes.get(name) is True:
-            gs = []
-            for field in MASK_FIELDS:
-                g = ir.GlobalVariable(module, I64, f"rix.{field}.{name}")
-                g.linkage, g.initializer = "internal", i64(0)
-                gs.append(g)
-            m.rix_mask = tuple(gs)
-            masked.append(m)
-    f = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "rix.unmask")
-    b = ir.IRBuilder(f.append_basic_block("entry"))
-    for m in masked:
-        base_g, diff_g, used_g = m.rix_mask
-        with b.if_else(b.icmp_unsigned("==", b.load(used_g, typ=I64), i64(0))) as (fresh, seen):
-            with fresh:
-                b.store(i64(1), used_g)
-                b.store(i64(0), base_g)
-            with seen:
-                diff = b.load(diff_g, typ=I64)
-                _fill(f, b, m, b.load(base_g, typ=I64), _bits(b, m, diff), i64(64))
-        b.store(i64(-1), diff_g)
-    b.ret_void()
-
-
-def _ctlz(b, m, x):
-    fn = m.module.globals.get("llvm.ctlz.i64") or \
-        ir.Function(m.module, ir.FunctionType(I64, [I64, ir.IntType(1)]), "llvm.ctlz.i64")
-    return b.call(fn, [x, ir.Constant(ir.IntType(1), 0)])
-
-
-def _bits(b, m, diff):
-    """The bit length of diff (0..64)."""
-    return b.sub(i64(64), _ctlz(b, m, diff))
-
-
-def _state(b, m):
-    """(base, h) of an index: h = 64 and base = 0 (every level) when it is not masked."""
-    if getattr(m, "rix_mask", None) is None:
-        return i64(0), i64(64)
-    base_g, diff_g, _ = m.rix_mask
-    return b.load(base_g, typ=I64), _bits(b, m, b.load(diff_g, typ=I64))
-
-
-def _min63(b, x):
-    return b.select(b.icmp_unsigned("<", x, i64(63)), x, i64(63))
-
-
-def _root(b, base, h):
-    """The node at level h holding every key (0 at the virtual level 64)."""
-    return b.select(b.icmp_unsigned("==", h, i64(64)), i64(0), b.lshr(base, _min63(b, h)))
-
-
-def _root_total(b, m, gs, base, h, root):
-    """The sum of every key: the root's two children (level h - 1), or level 0's base when h = 0."""
-    some = b.icmp_unsigned(">", h, i64(0))
-    level = b.select(some, b.sub(h, i64(1)), i64(0))
-    twice = b.shl(root, i64(1))
-    left = b.call(m.get_fn, gs + [level, b.select(some, twice, base)])
-    right = b.call(m.get_fn, gs + [level, b.or_(twice, i64(1))])
-    return b.select(some, _add(b, m, left, right), left)
-
-
-def _region(b, m):
-    """[lo, hi] (unsigned keys) of the used region."""
-    base, h = _state(b, m)
-    sh = _min63(b, h)
-    full = b.icmp_unsigned("==", h, i64(64))
-    lo = b.select(full, i64(0), b.shl(b.lshr(base, sh), sh))
-    span = b.select(full, i64(-1), b.sub(b.shl(i64(1), sh), i64(1)))
-    return lo, b.or_(lo, span)
-
-
-def _umax(b, x, y):
-    return b.select(b.icmp_unsigned(">", x, y), x, y)
-
-
-def _umin(b, x, y):
-    return b.select(b.icmp_unsigned("<", x, y), x, y)
-
-
-def _fill(f, b, m, base, h_old, h_new):
-    """Levels h_old + 1 .. min(h_new, 63) get each group's old total (all keys so far lie in node
-    base >> l there); a no-op when h_old >= 63. Grouped: a scan of the entries at level h_old
-    (those present before the fill: the new ones, appended, are not visited; pointers reloaded
-    per entry since adds may grow the arrays)."""
-    start = b.add(h_old, i64(1))
-    top = _min63(b, h_new)
-    groups = m.K - 2
-    with b.if_then(b.icmp_signed("<=", start, top)):
-        lvl = _min63(b, h_old)
-        root = b.lshr(base, lvl)
-        if groups == 0:
-            total = b.call(m.get_fn, [lvl, root])
-            with b.if_then(m.is_nonzero(b, total)):
-                _fill_levels(f, b, m, [], base, start, top, total)
-            return
-
-        def entry(bb, e):
-            keys = bb.load(m.g_keys, typ=PTR)
-            v = m.val_at(bb, e)
-            at = bb.and_(bb.icmp_unsigned("==", m.key_at(bb, keys, e, groups), lvl),
-                         bb.icmp_unsigned("==", m.key_at(bb, keys, e, groups + 1), root))
-            with bb.if_then(bb.and_(at, m.is_nonzero(bb, v))):
-                _fill_levels(f, bb, m, [m.key_at(bb, keys, e, j) for j in range(groups)], base, start, top, v)
-            return bb
-        done = m._count_loop(f, b, b.load(m.g_count, typ=I64), entry)
-        b.position_at_end(done.block)
-
-
-def _fill_levels(f, b, m, gs, base, start, top, total):
-    head, body, done = (f.append_basic_block(n) for n in ("rix.fill", "rix.fill.add", "rix.fill.done"))
-    pre = b.block
-    b.branch(head)
-    hb = ir.IRBuilder(head)
-    level = hb.phi(I64)
-    level.add_incoming(start, pre)
-    hb.cbranch(hb.icmp_signed("<=", level, top), body, done)
-    lb = ir.IRBuilder(body)
-    m.add(lb, gs + [level, lb.lshr(base, level)], total)
-    level.add_incoming(lb.add(level, i64(1)), lb.block)
-    lb.branch(head)
-    b.position_at_end(done)
-
-
-def _build_grow(m):
-    """rix.grow.M(u) -> the top level to update for key u (unsigned): records u in the mask,
-    filling the levels it adds."""
-    f = _function(m, "grow", I64, [I64])
-    (u,) = f.args
-    base_g, diff_g, used_g = m.rix_mask
-    entry, first, seen = (f.append_basic_block(n) for n in ("entry", "first", "seen"))
-    b = ir.IRBuilder(entry)
-    b.cbranch(b.icmp_unsigned("==", b.load(used_g, typ=I64), i64(0)), first, seen)
-    fb = ir.IRBuilder(first)
-    fb.store(i64(1), used_g)
-    fb.store(u, base_g)
-    fb.ret(i64(0))
-    b = ir.IRBuilder(seen)
-    base, diff = b.load(base_g, typ=I64), b.load(diff_g, typ=I64)
-    new = b.or_(diff, b.xor(u, base))
-    with b.if_then(b.icmp_unsigned("!=", new, diff)):
-        _fill(f, b, m, base, _bits(b, m, diff), _bits(b, m, new))
-        b.store(new, diff_g)
-    b.ret(_min63(b, _bits(b, m, b.load(diff_g, typ=I64))))
-    return f
-
-
-def _level_loop_writes(prog) -> dict:
-    """{map: True} for maps written only by level loops of the shape masked_update takes; False
-    for maps also written otherwise."""
-    from toaster.imperative.ir import ForEach, If, MapAdd, MapClear, MapSet
-    out: dict = {}
-
-    def walk(stmts):
-        for st in stmts:
-            if isinstance(st, ForEach) and st.map == LEVELS_MAP and _level_loop(st) is not None:
-                out.setdefault(st.body[0].map, True)
-                continue
-            if isinstance(st, (MapAdd, MapSet, MapClear)):
-                out[st.map] = False
-            elif isinstance(st, If):
-                walk(st.then)
-                walk(st.orelse)
-            elif isinstance(st, ForEach):
-                walk(st.body)
-    for t in prog.triggers:
-        walk(t.body)
-    return out
-
-
-def _level_loop(s):
-    """The rix_node call of `foreach l in RIX_LEVELS: IDX[g.., l, rix_node(rix_key(y), l)] += v`, else None."""
-    from toaster.imperative.ir import Call, MapAdd
-    body = s.body
-    if len(body) != 1 or not isinstance(body[0], MapAdd) or len(body[0].keys) < 2 or s.key_vars[0] is None:
-        return None
-    node = body[0].keys[-1]
-    if not isinstance(node, Call) or node.name != "rix_node" or not isinstance(node.args[0], Call) \
-            or node.args[0].name != "rix_key" or body[0].keys[-2] != s.key_vars[0]:
-        return None
-    return node
-
-
-def masked_update(tg, s) -> bool:
-    """Emit `foreach l in RIX_LEVELS: IDX[l, rix_node(k, l)] += v` for a masked IDX as a loop over
-    levels 0..top (rix.grow first); False (nothing emitted) for any other loop."""
-    node = _level_loop(s)
-    body = s.body
-    if node is None:
-        return False
-    m = tg.g.map(body[0].map)
-    if getattr(m, "rix_mask", None) is None:
-        return False
-    b = tg.b
-    u = b.xor(tg.typed(node.args[0], INT), _SIGN)
-    top = b.call(_cached(tg, "grow", m, _build_grow), [u])
-    head, loop_body, done = (tg.fn.append_basic_block(n) for n in ("rix.level", "rix.update", "rix.next"))
-    slot = tg._counter("rix.l", i64(0))
-    b.branch(head)
-    b.position_at_end(head)
-    level = b.load(slot, typ=I64)
-    b.cbranch(b.icmp_signed("<=", level, top), loop_body, done)
-    b.position_at_end(loop_body)
-    tg.scopes.append({})
-    tg.bind(s.key_vars[0], level, INT)
-    tg.bind(s.value_var, i64(1), INT)
-    tg.block(body)
-    tg.scopes.pop()
-    tg.b.store(tg.b.add(level, i64(1)), slot)
-    tg.b.branch(head)
-    tg.b.position_at_end(done)
-    return True
 
 
 def _interval_call(tg, args):
@@ -534,46 +312,6 @@ def _indexed_positions(prog, index: str, base: str) -> set:
                 y = node.args[0].args[0]
                 found |= {k.index(y) for k in (b.keys for b in stmts if b.map == base) if list(k).count(y) == 1}
     return found
-
-
-def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
-    """Each index of `rebuilt` := its definition over its (restored) map: cleared, then every
-    nonzero entry added at its 64 levels (a masked index: its kept levels; plain adds: the values fitted before the batch).
-    Float nodes then hold the same sums added in another order (as a fresh engine's would)."""
-    for name, (base_name, pos) in rebuilt.items():
-        m, base = maps[name], maps[base_name]
-        b.call(m.clear_fn, [])
-
-        def entry(bb, e, m=m, base=base, pos=pos):
-            v = base.val_at(bb, e)
-            with bb.if_then(base.is_nonzero(bb, v)):
-                keys = bb.load(base.g_keys, typ=ir.PointerType())
-                ks = [base._key_at(bb, keys, e, j) for j in range(base.K)]
-                k = ks[pos]
-                if base.spec.key_types[pos] == FLOAT:     # encoded as its bits (0.0 for -0.0)
-                    k = bb.select(bb.icmp_signed("<", k, i64(0)), bb.xor(k, i64(I64_MAX)), k)
-                u = bb.xor(k, _SIGN)
-                groups = ks[:pos] + ks[pos + 1:]
-                # a masked index keeps its levels up to its used bits (its mask is unchanged: it only grows)
-                top = i64(63) if getattr(m, "rix_mask", None) is None else \
-                    _min63(bb, _bits(bb, m, bb.load(m.rix_mask[1], typ=I64)))
-                head, body, done = (f.append_basic_block(n) for n in ("rix.level", "rix.add", "rix.next"))
-                pre = bb.block
-                bb.branch(head)
-                hb = ir.IRBuilder(head)
-                level = hb.phi(I64)
-                level.add_incoming(i64(0), pre)
-                hb.cbranch(hb.icmp_signed("<=", level, top), body, done)
-                lb = ir.IRBuilder(body)
-                at = groups + [level, lb.lshr(u, level)]
-                old = lb.call(m.get_fn, at)
-                lb.call(m.set_fn, at + [lb.fadd(old, v) if m.vty == F64 else lb.add(old, v)])
-                level.add_incoming(lb.add(level, i64(1)), lb.block)
-                lb.branch(head)
-                bb.position_at_end(done)
-            return bb
-        b = base._count_loop(f, b, b.load(base.g_count, typ=I64), entry)
-    return b
 
 
 RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_interval": _interval_call, "rix_sum": _sum_call,
