@@ -195,6 +195,21 @@ def test_finance_matches_duckdb(backend, query):
     assert run_differential(sql, backend, mixed_stream(4, 30)).checks == 30
 
 
+# prices of one binade, 1/64 apart: llvm's leaf level (toaster/backends/llvm/range_mask.py)
+# moves down as close keys meet, and deletions free leaf nodes for other keys
+CLOSE = {**NONNEG, "PRICE": tuple(100.0 + k / 64 for k in (0, 1, 2, 3, 5, 8, 13, 21, 34, 35, 40, 63)),
+         "BROKER_ID": (1, 2, 3)}
+
+
+@pytest.mark.parametrize("query", ["vwap", "mst"])
+def test_close_keys_match_duckdb(query):
+    with open(f"{FINANCE}/{query}.sql") as f:
+        sql = f.read()
+    stream = lambda rels: random_stream(rels, seed=9, deletes=True, n_batches=24, max_batch=4,  # noqa: E731
+                                        domains=CLOSE)
+    assert run_differential(sql, "llvm", stream).checks == 24
+
+
 def _batch_index(text, mode="tuple"):
     return compile_sql(text, mode=mode, pass_options=BATCH_INDEX)
 
