@@ -1,4 +1,5 @@
-"""imp -> imp pass 'imp_fuse_loops': two loops over the same slice of one map become one loop.
+"""imp -> imp pass 'imp_fuse_loops': two loops over the same slice of one map become one loop,
+and adds into one FLOAT map entry in a row become one add.
 
 A tuple-mode delta whose condition is an OR of disjoint ranges (AXF's `a.PRICE - b.PRICE > 1 OR
 b.PRICE - a.PRICE > 1`, toaster/calculus/exclusive.py) is a sum of one loop per disjunct, and a
@@ -29,7 +30,7 @@ from dataclasses import replace
 
 from toaster.imperative.accumulate import _maps_read
 from toaster.imperative.guard import _children, _locals, rewrite_bodies
-from toaster.imperative.ir import (Assign, Declare, ForEach, If, ImpProgram, Lit, LocalRef, MapAdd, MapClear,
+from toaster.imperative.ir import (Assign, BinOp, Declare, ForEach, If, ImpProgram, Lit, LocalRef, MapAdd, MapClear,
                                    MapGet, MapSet)
 from toaster.passes import pass_
 from toaster.types import FLOAT
@@ -171,7 +172,7 @@ class _Fuser:
         changed = True
         while changed:
             changed, out = self._fuse_one(out)
-        return tuple(out)
+        return _merge_adds(tuple(out), self.float_maps)
 
     def _fuse_one(self, stmts: list) -> tuple[bool, list]:
         for i, first in enumerate(stmts):
@@ -227,6 +228,32 @@ class _Fuser:
         names[later.value_var.name] = first.value_var
         fused = replace(first, body=_merge_ifs(first.body, _rename_stmts(later.body, names)))
         return stmts[:i] + hoisted + [fused] + kept + stmts[j + 1:]
+
+
+def _merge_adds(stmts: tuple, float_maps: set) -> tuple:
+    """`M[k] += a; ...; M[k] += b` -> `...; M[k] += a + b` for a FLOAT map M when the statements
+    between neither read nor write M nor write what `M[k] += a` reads (AXF's four accumulators,
+    SPREAD's two EXPOSURE terms: one upsert, and one undo record, instead of several)."""
+    out = list(stmts)
+    i = 0
+    while i < len(out):
+        s = out[i]
+        if isinstance(s, MapAdd) and s.map in float_maps:
+            reads = _Effects([s])
+            for j in range(i + 1, len(out)):
+                t = out[j]
+                if isinstance(t, MapAdd) and t.map == s.map and t.keys == s.keys \
+                        and s.map not in _maps_read(t.value, set()):
+                    out[j] = MapAdd(s.map, s.keys, BinOp("+", s.value, t.value, FLOAT))
+                    del out[i]
+                    i -= 1
+                    break
+                e = _Effects([t])
+                if s.map in e.map_reads | e.map_writes or e.local_writes & reads.local_reads \
+                        or e.map_writes & reads.map_reads:
+                    break
+        i += 1
+    return tuple(out)
 
 
 @pass_("imp_fuse_loops", "imp", "imp")
