@@ -52,6 +52,7 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 
 INITIAL_CAPACITY = 16      # slots; entry capacity is half of it
+COMPACT_EIGHTH = 2         # compact(force) argument: compact when >= 1/8 of the entries are zero
 HASH_SEED = 0x243F6A8885A308D3
 HASH_MULT = 0x9E3779B97F4A7C15
 
@@ -330,16 +331,19 @@ class NativeMap:
         b.ret_void()
 
     def _build_compact(self):
-        """compact(force): drop the zero-valued entries (when forced, or when they are at least half
-        of all), then shrink to the smallest power-of-two capacity >= 16 with load <= 1/4."""
+        """compact(force): drop the zero-valued entries (force 1: always; 0: when they are at least
+        half of all; COMPACT_EIGHTH: at least an eighth, the Interleaved feed's once-per-piece call,
+        so that loops scan fewer dead entries), then shrink to the smallest power-of-two capacity
+        >= 16 with load <= 1/4."""
         f = _func(self.module, f"{self.name}.compact", VOID, [I64], internal=False)
         self.compact_fn = f
         b = ir.IRBuilder(f.append_basic_block("entry"))
         zeros = b.load(self.g_zeros, typ=I64)
         count = b.load(self.g_count, typ=I64)
-        worth = b.icmp_unsigned(">=", b.mul(zeros, i64(2)), count)
+        eighth = b.icmp_unsigned("==", f.args[0], i64(COMPACT_EIGHTH))
+        worth = b.icmp_unsigned(">=", b.mul(zeros, b.select(eighth, i64(8), i64(2))), count)
         go = b.and_(b.icmp_unsigned(">", zeros, i64(0)),
-                    b.or_(worth, b.icmp_unsigned("!=", f.args[0], i64(0))))
+                    b.or_(worth, b.icmp_unsigned("==", f.args[0], i64(1))))
         work = f.append_basic_block("work")
         skip = f.append_basic_block("skip")
         b.cbranch(go, work, skip)
