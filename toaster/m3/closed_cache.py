@@ -13,7 +13,8 @@ does not write is kept in a scalar map X[] (a view cache with no key):
                                          statements read X[] instead of E
     the other triggers that read E:      X[] instead of E (E cannot have changed since)
 
-X[] = E holds on the empty database (E has a map factor, so it is 0 there: on the first event
+Only a sum that every trigger changing it evaluates anyway (after its writes) is kept, so no
+trigger evaluates more than before. X[] = E holds on the empty database (E has a map factor, so it is 0 there: on the first event
 both are 0) and after every trigger (each trigger that can change E sets X[] to it), so each
 reader gets the value it would have computed, bit for bit (the same loop over the same maps).
 X is an M3 map like any other, so every engine maintains it, the undo log restores it with the
@@ -49,6 +50,32 @@ def _closed_sums(e):
     for s in subterms(e):
         if isinstance(s, AggSum) and not s.group and _maps(s) and not schema(s)[0] and _zero_when_empty(s):
             yield s
+
+
+def _evaluates_after_writes(trigger, e) -> bool:
+    """Whether trigger writes no map E reads, or reads E after its last such write (so keeping
+    X[] = E there costs no evaluation it did not do: MST's ASKS triggers read their own book
+    through range indexes and never evaluate the closed sums its BIDS triggers loop over)."""
+    maps = _maps(e)
+    last = max((i for i, s in enumerate(trigger.statements) if s.target in maps), default=None)
+    return last is None or any(_always_evaluated(s.rhs, e) for s in trigger.statements[last + 1:])
+
+
+def _always_evaluated(rhs, e) -> bool:
+    """Whether evaluating rhs evaluates e whatever the maps hold: e reached through sums and
+    products of closed sums only (PSP's `(A * B) + (C * D)`), never under a condition or inside a
+    loop over a map (MST reads its sums only in a fallback guarded by `{__rix_bad != 0}`)."""
+    if rhs == e:
+        return True
+    match rhs:
+        case AggSum(gs, q) if not gs:
+            return _always_evaluated(q, e)
+        case Sum(ts):
+            return any(_always_evaluated(t, e) for t in ts)
+        case Prod(fs):
+            if all(isinstance(f, AggSum) and not f.group and not schema(f)[0] for f in fs):
+                return any(_always_evaluated(f, e) for f in fs)
+    return False
 
 
 def _replace(e, table: dict):
@@ -93,6 +120,8 @@ def cache_closed_sums(prog: M3Program) -> M3Program:
                     continue
                 if any(e in set(subterms(c)) for c in chosen):
                     continue            # inside a sum already cached
+                if not all(_evaluates_after_writes(t2, e) for t2 in prog.triggers if t2.event.kind != "ready"):
+                    continue            # some trigger would evaluate E where it did not before
                 name = _fresh(f"{s.target}_closed{len(chosen) + 1}", decls, chosen)
                 chosen[e] = MapDecl(name, (), expr_type(e), _definition(e, decls))
     if not chosen:
