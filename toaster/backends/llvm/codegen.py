@@ -24,7 +24,8 @@ Entry points (external symbols):
 Integer `+ - *` on values and integer map additions are checked (overflow.py).
 process_<REL> ends by compacting the maps (unless a fallible table recorded an error or an
 integer overflowed: the engine then rolls the batch back, and the undo records must still find
-the entries they name).
+the entries they name; or unless global compact.deferred is set: the Interleaved feed runs a
+piece as one process_<REL> call per run and compacts once after them, feed.py).
 """
 from __future__ import annotations
 
