@@ -220,6 +220,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
         b.position_at_end(after)
 
     def fail(i, kind):
+        b.store(_i64(0), deferred)      # a return from inside an Interleaved run
         b.ret(b.or_(b.shl(i, _i64(2)), _i64(kind)))
 
     def check_part(r, signs, cols, i):
