@@ -13,10 +13,11 @@ does not write is kept in a scalar map X[] (a view cache with no key):
                                          statements read X[] instead of E
     the other triggers that read E:      X[] instead of E (E cannot have changed since)
 
-Only a sum that every trigger changing it evaluates anyway (after its writes) is kept, so no
-trigger evaluates more than before. X[] = E holds on the empty database (E has a map factor, so it is 0 there: on the first event
-both are 0) and after every trigger (each trigger that can change E sets X[] to it), so each
-reader gets the value it would have computed, bit for bit (the same loop over the same maps).
+Only a sum that every trigger changing it evaluates anyway, unconditionally, after its writes is
+kept, so no trigger evaluates more than before. X[] = E holds on the empty database (E has a map
+factor, so it is 0 there: on the first event both are 0) and after every trigger (each trigger
+that can change E sets X[] to it), so each reader gets the value it would have computed, bit for
+bit (the same loop over the same maps).
 X is an M3 map like any other, so every engine maintains it, the undo log restores it with the
 rest and checkpoints carry it. Programs with static tables are left alone (a table's rows are
 loaded into maps without triggers).
