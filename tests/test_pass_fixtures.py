@@ -51,7 +51,10 @@ class Fixture:
         return SUFFIX_STAGES[self.path.suffix]
 
     def parse(self):
-        return parse_stage(self.stage, self.path.read_text(), str(self.path))
+        text = self.path.read_text()
+        if self.stage == "imp":     # imperative text comments with //: the -- lines become blank
+            text = "\n".join("" if line.lstrip().startswith("--") else line for line in text.splitlines())
+        return parse_stage(self.stage, text, str(self.path))
 
 
 def read_fixture(path: Path) -> Fixture:

@@ -108,11 +108,14 @@ def _memcpy(module: ir.Module):
 
 
 def _state_globals(m: NativeMap) -> list:
+    # the undo stamps (hashmap.py) belong to the set of maps too: an entry array each
+    stamp = getattr(m, "g_stamp", None) if m.K == 0 else m.g_stamps
+    stamps = [] if stamp is None else [(stamp, I64 if m.K == 0 else PTR)]
     if m.K == 0:
-        return [(m.scalar, m.vty)]
+        return [(m.scalar, m.vty)] + stamps
     gs = [(m.g_cap, I64), (m.g_count, I64), (m.g_zeros, I64), (m.g_slots, PTR), (m.g_keys, PTR),
           (m.g_vals, PTR)]
-    return gs + [(g, PTR) for g in m.g_ix_slots + m.g_ix_next]
+    return gs + stamps + [(g, PTR) for g in m.g_ix_slots + m.g_ix_next]
 
 
 def build_state_swap(module: ir.Module, maps) -> None:

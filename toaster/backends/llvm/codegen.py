@@ -24,7 +24,8 @@ Entry points (external symbols):
 Integer `+ - *` on values and integer map additions are checked (overflow.py).
 process_<REL> ends by compacting the maps (unless a fallible table recorded an error or an
 integer overflowed: the engine then rolls the batch back, and the undo records must still find
-the entries they name).
+the entries they name; or unless global compact.deferred is set: the Interleaved feed runs a
+piece as one process_<REL> call per run and compacts once after them, feed.py).
 """
 from __future__ import annotations
 
@@ -108,6 +109,14 @@ class _ModuleGen:
     def fallible(self) -> bool:
         """A trigger can fail at run time: a fallible string table, or checked integer arithmetic."""
         return bool(self.overflow.sites) or any(not t.total for t in self.string_tables.values())
+
+    def compact_deferred(self):
+        try:
+            return self.module.get_global("compact.deferred")
+        except KeyError:
+            g = ir.GlobalVariable(self.module, I64, "compact.deferred")
+            g.initializer = i64(0)
+            return g
 
     def emit_compaction(self, b, force):
         for m in self.maps.values():
@@ -218,12 +227,16 @@ class _ModuleGen:
             if not t.total:
                 err = b.load(self.module.get_global(t.symbol + ".error"), typ=I64)
                 failed = b.or_(failed, b.icmp_signed("!=", err, i64(-1)))
-        with b.if_then(b.not_(failed)):
+        # the Interleaved feed runs a piece as many process_<REL> calls (one per run of ~2 events)
+        # and compacts once after them: it sets compact.deferred meanwhile
+        deferred = b.icmp_unsigned("!=", b.load(self.compact_deferred(), typ=I64), i64(0))
+        with b.if_then(b.not_(b.or_(failed, deferred))):
             self.emit_compaction(b, i64(0))
         b.ret_void()
         return fn.name
 
     def lifecycle(self):
+        self.compact_deferred()         # toaster.feed declares it (feed.py)
         for name, method in (("toaster.init", "init"), ("toaster.destroy", "destroy")):
             fn = ir.Function(self.module, ir.FunctionType(VOID, []), name)
             b = ir.IRBuilder(fn.append_basic_block())

@@ -33,7 +33,8 @@ Exported accessors per map (Python reads the tables back through them):
                                                K per entry; zero values are not stored)
   <map>.compact(i64 force)
 
-With an undo log (undo.py), view maps record every write's previous value before making it.
+With an undo log (undo.py), view maps record an entry's previous value before its first write in
+a batch: `stamps[e]` (or the scalar's `<map>.g.stamp`) holds the log's epoch when e was recorded.
 With an overflow flag (overflow.py), an integer map's `add` is checked 64-bit addition.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 
 INITIAL_CAPACITY = 16      # slots; entry capacity is half of it
+COMPACT_EIGHTH = 2         # compact(force) argument: compact when >= 1/8 of the entries are zero
 HASH_SEED = 0x243F6A8885A308D3
 HASH_MULT = 0x9E3779B97F4A7C15
 
@@ -120,7 +122,11 @@ class NativeMap:
         n = self.name
         if self.K == 0:
             self.scalar = _global(module, f"{n}.g.scalar", self.vty, 0)
+            if self.undo is not None:
+                self.g_stamp = _global(module, f"{n}.g.stamp", I64, 0)
         else:
+            # per entry: the undo epoch it was last recorded in (only with an undo log)
+            self.g_stamps = _global(module, f"{n}.g.stamps", PTR, None) if self.undo is not None else None
             self.g_cap = _global(module, f"{n}.g.cap", I64, 0)
             self.g_count = _global(module, f"{n}.g.count", I64, 0)
             self.g_zeros = _global(module, f"{n}.g.zeros", I64, 0)
@@ -161,6 +167,13 @@ class NativeMap:
     def _log(self, b, keys, old):
         if self.undo is not None:
             self.undo.emit_record(b, self.undo_tag, self._bits(b, old), keys)
+
+    def _log_once(self, b, keys, old, e=None):
+        """Record entry e's (the scalar's) old value, unless it was recorded in this batch already."""
+        if self.undo is None:
+            return
+        stamp = self.g_stamp if e is None else self._elem_ptr(b, b.load(self.g_stamps, typ=PTR), e)
+        self.undo.emit_record_once(b, self.undo_tag, self._bits(b, old), keys, stamp)
 
     def _count_zeros(self, b, old, new):
         """zeros += (old != 0 and new == 0) - (old == 0 and new != 0)"""
@@ -283,6 +296,8 @@ class NativeMap:
         b.store(b.call(rt.calloc, [cap, i64(8)]), self.g_slots)
         b.store(b.call(rt.realloc, [b.load(self.g_keys, typ=PTR), b.mul(ecap, i64(8 * self.K))]), self.g_keys)
         b.store(b.call(rt.realloc, [b.load(self.g_vals, typ=PTR), b.mul(ecap, i64(self.vsize))]), self.g_vals)
+        if self.g_stamps is not None:
+            b.store(b.call(rt.realloc, [b.load(self.g_stamps, typ=PTR), b.mul(ecap, i64(8))]), self.g_stamps)
         for i in range(len(self.index_sets)):
             b.call(rt.free, [b.load(self.g_ix_slots[i], typ=PTR)])
             b.store(b.call(rt.calloc, [cap, i64(8)]), self.g_ix_slots[i])
@@ -316,16 +331,19 @@ class NativeMap:
         b.ret_void()
 
     def _build_compact(self):
-        """compact(force): drop the zero-valued entries (when forced, or when they are at least half
-        of all), then shrink to the smallest power-of-two capacity >= 16 with load <= 1/4."""
+        """compact(force): drop the zero-valued entries (force 1: always; 0: when they are at least
+        half of all; COMPACT_EIGHTH: at least an eighth, the Interleaved feed's once-per-piece call,
+        so that loops scan fewer dead entries), then shrink to the smallest power-of-two capacity
+        >= 16 with load <= 1/4."""
         f = _func(self.module, f"{self.name}.compact", VOID, [I64], internal=False)
         self.compact_fn = f
         b = ir.IRBuilder(f.append_basic_block("entry"))
         zeros = b.load(self.g_zeros, typ=I64)
         count = b.load(self.g_count, typ=I64)
-        worth = b.icmp_unsigned(">=", b.mul(zeros, i64(2)), count)
+        eighth = b.icmp_unsigned("==", f.args[0], i64(COMPACT_EIGHTH))
+        worth = b.icmp_unsigned(">=", b.mul(zeros, b.select(eighth, i64(8), i64(2))), count)
         go = b.and_(b.icmp_unsigned(">", zeros, i64(0)),
-                    b.or_(worth, b.icmp_unsigned("!=", f.args[0], i64(0))))
+                    b.or_(worth, b.icmp_unsigned("==", f.args[0], i64(1))))
         work = f.append_basic_block("work")
         skip = f.append_basic_block("skip")
         b.cbranch(go, work, skip)
@@ -344,6 +362,9 @@ class NativeMap:
                     k = self._key_at(b, keys, e, j)
                     b.store(k, self._elem_ptr(b, keys, b.add(b.mul(d, i64(self.K)), i64(j))))
                 b.store(v, self._elem_ptr(b, vals, d, self.vty))
+                if self.g_stamps is not None:
+                    stamps = b.load(self.g_stamps, typ=PTR)
+                    b.store(b.load(self._elem_ptr(b, stamps, e), typ=I64), self._elem_ptr(b, stamps, d))
                 b.store(b.add(d, i64(1)), w)
             return b
 
@@ -381,7 +402,7 @@ class NativeMap:
         b = ir.IRBuilder(found)
         vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty)
         old = b.load(vp, typ=self.vty)
-        self._log(b, keys, old)
+        self._log_once(b, keys, old, r)
         new = v if replace else self.vadd(b, old, v)
         b.store(new, vp)
         self._count_zeros(b, old, new)
@@ -414,6 +435,8 @@ class NativeMap:
         for j, k in enumerate(keys):
             b.store(k, self._elem_ptr(b, kp, b.add(b.mul(count, i64(self.K)), i64(j))))
         b.store(v, self._elem_ptr(b, b.load(self.g_vals, typ=PTR), count, self.vty))
+        if self.g_stamps is not None:
+            b.store(self.undo.current_stamp(b), self._elem_ptr(b, b.load(self.g_stamps, typ=PTR), count))
         b.store(b.add(count, i64(1)), self.g_count)
         for i in range(len(self.index_sets)):
             self._emit_link(b, i, count)
@@ -484,12 +507,15 @@ class NativeMap:
         b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_slots)
         b.store(b.call(rt.calloc, [i64(ecap * self.K), i64(8)]), self.g_keys)
         b.store(b.call(rt.calloc, [i64(ecap), i64(self.vsize)]), self.g_vals)
+        if self.g_stamps is not None:
+            b.store(b.call(rt.calloc, [i64(ecap), i64(8)]), self.g_stamps)
         for i in range(len(self.index_sets)):
             b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_ix_slots[i])
             b.store(b.call(rt.calloc, [i64(ecap), i64(8)]), self.g_ix_next[i])
         b.ret_void()
         b = ir.IRBuilder(destroy.append_basic_block())
-        for g in [self.g_slots, self.g_keys, self.g_vals] + self.g_ix_slots + self.g_ix_next:
+        stamps = [self.g_stamps] if self.g_stamps is not None else []
+        for g in [self.g_slots, self.g_keys, self.g_vals] + stamps + self.g_ix_slots + self.g_ix_next:
             b.call(rt.free, [b.load(g, typ=PTR)])
             b.store(ir.Constant(PTR, None), g)
         b.store(i64(0), self.g_count)
@@ -529,21 +555,21 @@ class NativeMap:
     def add(self, b, keys, v):
         if self.K == 0:
             old = b.load(self.scalar, typ=self.vty)
-            self._log(b, [], old)
+            self._log_once(b, [], old)
             b.store(self.vadd(b, old, v), self.scalar)
         else:
             b.call(self.add_fn, list(keys) + [v])
 
     def set(self, b, keys, v):
         if self.K == 0:
-            self._log(b, [], b.load(self.scalar, typ=self.vty))
+            self._log_once(b, [], b.load(self.scalar, typ=self.vty))
             b.store(v, self.scalar)
         else:
             b.call(self.set_fn, list(keys) + [v])
 
     def clear(self, b):
         if self.K == 0:
-            self._log(b, [], b.load(self.scalar, typ=self.vty))
+            self._log_once(b, [], b.load(self.scalar, typ=self.vty))
             b.store(self.zero(), self.scalar)
         else:
             b.call(self.clear_fn, [])
