@@ -100,7 +100,12 @@ def console_main() -> None:
     """The `toaster` / `python -m toaster.pipeline` entry point: main(), then exit without the
     interpreter's teardown. Arrow's native thread pools can abort the process while Python
     finalizes (`terminate called without an active exception`, exit -6, seen intermittently
-    under load; apache/arrow#34314) after the run has finished and printed everything."""
+    under load; apache/arrow#34314) after the run has finished and printed everything.
+
+    The command line does no linear algebra: numpy's OpenBLAS starts no thread pool (its idle
+    threads spin ~0.1 s after numpy's import: ~0.04 s of CPU, 3 % of a TPC-H Q17 `--run`),
+    unless the environment asks for one."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
