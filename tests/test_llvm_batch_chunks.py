@@ -93,3 +93,24 @@ def test_overflow_in_the_last_chunk_rolls_back_the_whole_batch(fed):
     f.assert_views_match_duckdb()                       # as before the batch: no chunk of it kept
     f.apply(Batch.from_rows("R", (INT, INT), rows[:-1]))
     f.assert_views_match_duckdb()
+
+
+def test_non_atomic_engine_overflow_says_so_and_closes(tmp_path):
+    """atomic=False (what `--run` builds: it stops at the first error): no undo records for
+    checked integers; an overflow is still an IntegerOverflowError, which says the batch was
+    applied in part, and the engine refuses to be read or fed after it."""
+    comp = compile_sql(QUERIES["grouped sum"], mode="tuple")
+    engine = comp.engine("llvm", atomic=False)
+    oracle = Oracle(list(engine.relations.values()))
+    good = Batch.from_rows("R", (INT, INT), [(1 << 62, 7), (3, 1), (5, 1)])
+    engine.apply(good)
+    oracle.apply(good)
+    q = comp.queries[0]
+    assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), len(q.key_columns))
+    oracle.close()
+    with pytest.raises(IntegerOverflowError, match="applied in part .* engine is closed"):
+        engine.apply(Batch.from_rows("R", (INT, INT), [(1, 2), (1 << 62, 7)]))
+    with pytest.raises(Exception, match="closed"):
+        engine.result(q.name)
+    with pytest.raises(Exception, match="closed"):
+        engine.apply(good)
