@@ -209,7 +209,10 @@ def _stage_list(spec: str) -> list[tuple[str | None, str]]:
 def run(args) -> int:
     from toaster.backends import get_backend
     from toaster.pipeline import compile_file, load_pass_modules, print_stage
-    load_pass_modules()
+    # what names passes needs them all registered; a plain compilation imports only the local
+    # branch's pass modules (Compilation: the distributed branch's when it is first asked for)
+    load_pass_modules(local_only=not (args.list_passes or args.add_pass or args.skip_pass
+                                      or args.pass_option or args.print_before or args.print_after))
     add = parse_add(args.add_pass)
     if args.list_passes:
         print(list_passes(add))
@@ -264,7 +267,7 @@ def run(args) -> int:
             print(f"==== {label} " + "=" * 40)
             print(print_stage(stage, ir).rstrip("\n"))
     named = {n for item in args.print_before + args.print_after for n in item.split(",")}
-    for branch, pm in comp.managers.items():
+    for branch, pm in (comp.managers.items() if named else ()):
         wanted = [i for i, p in enumerate(pm.passes) if p.name in named or "all" in named]
         if wanted:
             pm.run(comp.stores[branch], max(wanted))
