@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from toaster.imperative.ir import ImpProgram, delta_map_name
+from toaster.imperative.ir import ImpProgram, MapClear, delta_map_name
 from toaster.passes import pass_
 from toaster.types import Type, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
@@ -50,6 +50,20 @@ from toaster.backends.llvm.trigger_gen import _TriggerGen, repr_type, convert, e
 # rows of a batch that fill DELTA_<REL> at a time (process_<REL>): its entries (K + 1 words) and
 # slots stay within L2 for a relation of a few columns
 DELTA_CHUNK_ROWS = 1024
+
+
+def _clears_a_view(node, prog) -> bool:
+    """Whether an imperative statement (tree) clears a view map other than a batch's
+    pre-aggregated delta maps (which every batch refills)."""
+    if isinstance(node, MapClear):
+        spec = next((m for m in prog.maps if m.name == node.map), None)
+        return spec is not None and spec.kind == "view" and \
+            not is_delta_map_name(node.map, [r.name for r in prog.relations])
+    if isinstance(node, (tuple, list)):
+        return any(_clears_a_view(x, prog) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(_clears_a_view(getattr(node, f), prog) for f in node.__dataclass_fields__)
+    return False
 
 
 @dataclass(frozen=True)
@@ -83,8 +97,9 @@ class _ModuleGen:
         # relation before it reads them: a rolled-back batch need not restore them
         # range indexes (m3_range_index) keep no records either: toaster.rollback rebuilds them
         self.rix_rebuilt = {} if bulk_access else rebuilt_indexes(prog)
+        relation_names = [r.name for r in prog.relations]
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
-                                          None if is_delta_map_name(spec.name, prog.relations)
+                                          None if is_delta_map_name(spec.name, relation_names)
                                           or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
@@ -160,6 +175,9 @@ class _ModuleGen:
         per_row = [(t, f) for t, f in self.trigger_fns
                    if t.event.relation == rel.name and t.event.kind in ("insert", "delete")]
         batch = [(t, f) for t, f in self.trigger_fns if t.event.relation == rel.name and t.event.kind == "batch"]
+        # a trigger that re-evaluates a view (clears it: `:=`, the rep / naive strategies) would
+        # do so once per chunk: such a relation's batch runs whole
+        chunk = DELTA_CHUNK_ROWS if not any(_clears_a_view(t.body, self.prog) for t, _ in batch) else None
         delta = self.maps.get(delta_map_name(rel.name)) if batch else None
         entry = fn.append_basic_block("entry")
         b = ir.IRBuilder(entry)
@@ -229,8 +247,11 @@ class _ModuleGen:
             lo = b.load(start, typ=I64)
             b.cbranch(b.icmp_signed("<", lo, n), body, done)
             b.position_at_end(body)
-            hi = b.add(lo, i64(DELTA_CHUNK_ROWS))
-            hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+            if chunk is None:
+                hi = n
+            else:
+                hi = b.add(lo, i64(chunk))
+                hi = b.select(b.icmp_signed("<", hi, n), hi, n)
             delta.clear(b)
             row_loop(fill, lo, hi)
             for _t, f in batch:
