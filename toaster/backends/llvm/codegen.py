@@ -97,9 +97,8 @@ class _ModuleGen:
         # relation before it reads them: a rolled-back batch need not restore them
         # range indexes (m3_range_index) keep no records either: toaster.rollback rebuilds them
         self.rix_rebuilt = {} if bulk_access else rebuilt_indexes(prog)
-        relation_names = [r.name for r in prog.relations]
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
-                                          None if is_delta_map_name(spec.name, relation_names)
+                                          None if is_delta_map_name(spec.name, prog.relations)
                                           or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
