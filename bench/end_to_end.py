@@ -207,14 +207,15 @@ def run_end_to_end(args, cfg) -> int:
     return 0 if all(r[1] is not None and not r[5].startswith("WRONG") for r in rows) else 1
 
 
-def breakdown(path: str, opt_level: int | None = None) -> dict:
+def breakdown(path: str, opt_level: int | None = None, atomic: bool = False) -> dict:
     """CPU seconds of each step of one `--run` of the query file `path`, run one after the other
     in this process (no overlap, no JIT cache): Python passes up to the imperative IR,
     imp_to_llvm, LLVM's IR passes and machine code generation (jit.compile_module's steps), reading
     every source whole (Arrow, all its threads) and maintaining the views. In a fresh process (as
     `python -m bench.end_to_end Q.sql`) each step pays the imports it triggers, as in `--run`:
     the passes the pass modules' and lark's grammar, imp_to_llvm llvmlite's, reading Arrow's.
-    opt_level: LLVM's (default: the one `--run` picks for this input)."""
+    opt_level: LLVM's (default: the one `--run` picks for this input); atomic: the engine's
+    (default False, as `--run` builds it: no undo records for checked integers)."""
     import llvmlite.binding as llvm
     from toaster.backends.llvm import engine as llvm_engine
     from toaster.backends.llvm.codegen import generate_llvm
@@ -258,7 +259,7 @@ def breakdown(path: str, opt_level: int | None = None) -> dict:
     try:
         out["llvm_ir_passes"] = 0.0
         t = cpu()
-        engine = llvm_engine.LLVMEngine(module, opt_level=opt_level)
+        engine = llvm_engine.LLVMEngine(module, opt_level=opt_level, atomic=atomic)
         out["jit_other"] = cpu() - t - out["llvm_ir_passes"]      # parse, verify, machine code, set-up
     finally:
         llvm.create_pass_builder = real_pm
@@ -276,9 +277,10 @@ def breakdown(path: str, opt_level: int | None = None) -> dict:
     return out
 
 
-if __name__ == "__main__":      # python bench/end_to_end.py Q.sql [OPT_LEVEL]: one breakdown line
+if __name__ == "__main__":      # python bench/end_to_end.py Q.sql [OPT_LEVEL [atomic]]: one breakdown line
     import toaster.cli, toaster.pipeline  # noqa: F401,E401 -- what `python -m toaster.pipeline` imports first
     _imports = time.process_time()          # this process so far: start-up and those imports
-    _parts = breakdown(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    _parts = breakdown(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None,
+                       atomic=len(sys.argv) > 3 and sys.argv[3] == "atomic")
     print(f"imports {_imports:.3f} " + " ".join(f"{k} {v:.3f}" for k, v in _parts.items())
           + f" total {_imports + sum(_parts.values()):.3f} (CPU s)")

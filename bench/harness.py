@@ -576,4 +576,6 @@ def describe(r: RunResult) -> str:
     mem = f" rss +{r.peak_mb:.1f}MB" if r.peak_mb is not None else \
         " rss n/a" if r.backend in ("spark", "sparksql") else ""
     py = f" python {100 * r.python_share:.0f}%" if r.python_share is not None else ""
-    return f"{head} {rate} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}{py}"
+    # by the feeding thread's CPU time (batch size > 1, see _feed): the steadier rate on a loaded machine
+    cpu = f" cpu {r.events / r.maint_cpu_s:,.0f} ev/s" if r.batch_size != 1 and r.maint_cpu_s else ""
+    return f"{head} {rate}{cpu} ({r.events:,}/{r.stream_events:,} ev){comp}{mem}{py}"

@@ -100,7 +100,12 @@ def console_main() -> None:
     """The `toaster` / `python -m toaster.pipeline` entry point: main(), then exit without the
     interpreter's teardown. Arrow's native thread pools can abort the process while Python
     finalizes (`terminate called without an active exception`, exit -6, seen intermittently
-    under load; apache/arrow#34314) after the run has finished and printed everything."""
+    under load; apache/arrow#34314) after the run has finished and printed everything.
+
+    The command line does no linear algebra: numpy's OpenBLAS starts no thread pool (its idle
+    threads spin ~0.1 s after numpy's import: ~0.04 s of CPU, 3 % of a TPC-H Q17 `--run`),
+    unless the environment asks for one."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -204,7 +209,10 @@ def _stage_list(spec: str) -> list[tuple[str | None, str]]:
 def run(args) -> int:
     from toaster.backends import get_backend
     from toaster.pipeline import compile_file, load_pass_modules, print_stage
-    load_pass_modules()
+    # what names passes needs them all registered; a plain compilation imports only the local
+    # branch's pass modules (Compilation: the distributed branch's when it is first asked for)
+    load_pass_modules(local_only=not (args.list_passes or args.add_pass or args.skip_pass
+                                      or args.pass_option or args.print_before or args.print_after))
     add = parse_add(args.add_pass)
     if args.list_passes:
         print(list_passes(add))
@@ -259,7 +267,7 @@ def run(args) -> int:
             print(f"==== {label} " + "=" * 40)
             print(print_stage(stage, ir).rstrip("\n"))
     named = {n for item in args.print_before + args.print_after for n in item.split(",")}
-    for branch, pm in comp.managers.items():
+    for branch, pm in (comp.managers.items() if named else ()):
         wanted = [i for i, p in enumerate(pm.passes) if p.name in named or "all" in named]
         if wanted:
             pm.run(comp.stores[branch], max(wanted))
@@ -420,6 +428,10 @@ def _run_engine(comp, args) -> None:
                 cache = jit_cache_dir(args.jit_cache)
                 if cache is not None:
                     options["object_cache"] = cache
+                # the run stops at the first error and never reads the views after it: a batch
+                # need not be undone, so no undo records for checked integers (a file is one
+                # batch: Q17's log would be ~100 MB, ~0.1 s of a 1.2 s run)
+                options["atomic"] = False
             return options
         engine, reads = _build_engine(comp, args.backend, ckpt_dir is None, options_for)
     try:

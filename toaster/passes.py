@@ -195,6 +195,9 @@ def get_pass(name: str) -> Pass:
 
 
 def pass_class(name: str) -> type[Pass]:
+    if name not in REGISTRY:         # a pass module not imported yet (the distributed branch's)
+        from toaster.pipeline import load_pass_modules
+        load_pass_modules()
     try:
         return REGISTRY[name]
     except KeyError:
