@@ -179,11 +179,11 @@ class JobRunner:
     def _driver_inputs(self, inputs: list, more_follow: bool) -> list:
         """The input blocks to run on the driver (native_input.run_on_driver) instead of in stage
         0: those whose temps the first planned stage reads, when another input block's temps it
-        does not read stay for the executors and the moved batches are not the larger part
-        (TPC-H Q3: the CUSTOMER and ORDERS batches, ~20 % of a step, beside LINEITEM's). The
-        first stage then reads only views and driver records, so it runs in stage 0's tasks
-        (_lead_in_stage0: `_RECORDS`): one stage less per job. Decided by the plan; the sizes
-        only veto (an empty dry-run batch moves)."""
+        does not read stay for the executors (TPC-H Q3: the CUSTOMER and ORDERS batches, ~20 %
+        of a step, beside LINEITEM's). The first stage then reads only views and driver records,
+        so it runs in stage 0's tasks (_lead_in_stage0: `_RECORDS`): one stage less per job.
+        Decided by the plan, not the data (so --explain counts what runs): a large moved batch
+        costs the driver one native pass over it, on one core."""
         if more_follow or self._carried is not None or not self._stages \
                 or len(inputs) < 2 or not self._stages[0].blocks:
             return []
@@ -191,9 +191,7 @@ class JobRunner:
         reads = {p for _, params, _ in st.blocks for p in params} | {x[1] for x in st.reparts + st.gathers}
         moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads]
         stay = [e for e in inputs if not any(e is m for m in moved)]
-        if not moved or not stay or sum(len(e[1]) for e in moved) > sum(len(e[1]) for e in stay):
-            return []
-        return moved
+        return moved if moved and stay else []
 
     def _driver_module(self):
         """The driver's JIT of the partition program (its own store: input blocks only)."""
