@@ -483,6 +483,7 @@ class _DryRun:
         self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
         self.views = {n: _ViewLog() for n in self.DIST_MAPS}
         self._batch, self._jobs = None, 0
+        self.moved_inputs = []       # relations whose input block the plan runs on the driver
         self._reset_plan()
 
     def _job_clock(self) -> int:
@@ -492,6 +493,7 @@ class _DryRun:
         self._jobs += 1
         inputs = self._take_inputs()
         moved = self._driver_inputs(inputs, more_follow)
+        self.moved_inputs.extend(e[0].relation for e in moved)
         inputs = [e for e in inputs if not any(e is m for m in moved)]
         self._batch["stages"] += (len(self._stages) + (self._carried is not None or bool(inputs))
                                   - bool(self._lead_in_stage0(inputs, more_follow)))
@@ -502,10 +504,13 @@ class _DryRun:
 
 
 def best_order(program_cls, relations, inputs: dict | None = None) -> tuple:
-    """The order of `relations`' triggers in one step that plans the fewest (jobs, stages), the
-    first such permutation of the sorted names (deterministic whatever order the step came in)."""
-    return min(itertools.permutations(sorted(relations)),
-               key=lambda order: _dry_counts(program_cls, order, inputs or {}))
+    """The order of `relations`' triggers in one step that plans the fewest (jobs, stages), then
+    moves the fewest input blocks to the driver; the first such permutation of the sorted names
+    (deterministic whatever order the step came in)."""
+    def cost(order):
+        prog = _dry_run(program_cls, order, inputs or {})
+        return prog.jobs_last_batch, prog.stages_last_batch, len(prog.moved_inputs)
+    return min(itertools.permutations(sorted(relations)), key=cost)
 
 
 def planned_counts(program_cls, relations, inputs: dict | None = None) -> tuple[int, int]:
@@ -517,13 +522,26 @@ def planned_counts(program_cls, relations, inputs: dict | None = None) -> tuple[
     return _dry_counts(program_cls, order, inputs)
 
 
+def driver_inputs(program_cls, relations, inputs: dict | None = None) -> list:
+    """The relations of a step over `relations` whose input block runs on the driver
+    (job_plan._driver_inputs), in the order apply_deltas runs them."""
+    inputs = inputs or {}
+    order = relations if len(relations) < 2 or len(relations) > 5 else best_order(program_cls, relations, inputs)
+    return _dry_run(program_cls, order, inputs).moved_inputs
+
+
 def _dry_counts(program_cls, relations, inputs: dict) -> tuple[int, int]:
+    prog = _dry_run(program_cls, relations, inputs)
+    return prog.jobs_last_batch, prog.stages_last_batch
+
+
+def _dry_run(program_cls, relations, inputs: dict):
     prog = type("DryRun", (_DryRun, program_cls), {})(inputs=inputs)
     prog.begin_batch()
     for r in relations:
         getattr(prog, prog.TRIGGERS[r])(native_input.ColumnarDelta([]) if r in inputs else {})
     prog.end_batch()
-    return prog.jobs_last_batch, prog.stages_last_batch
+    return prog
 
 
 def last_job_id(sc) -> int:
