@@ -460,6 +460,8 @@ class DistRuntime(JobRunner):
                 drop(self.store)).collect()
             if self.native is not None:
                 self._native_spec["native"].destroy()     # the broadcast partition program
+                from toaster.backends.spark import native_exec
+                native_exec.drop_store(f"{self.store}-driver")    # job_plan._driver_module's maps
         except Exception:        # the session may be gone already
             pass
         if self._own_dir and "://" not in self.root:
