@@ -197,3 +197,23 @@ def test_small_input_whose_temps_the_first_stage_reads_runs_on_the_driver():
     assert kept.leads == [False] and kept.stages_last_batch == 4
     assert planned_counts(cls, ["A", "C"], inputs) == (1, 3)
     assert planned_counts(cls, ["A"], inputs) == (1, 3)          # one input: nothing moves
+
+
+def test_a_large_input_batch_stays_on_the_executors():
+    """The size veto: the moved batches may exceed DRIVER_INPUT_ROWS only when the staying ones
+    are larger still (the driver pre-aggregates on one core)."""
+    cls = _driver_input_program()
+    inputs = {r: native_input.InputBlock(r, f"in_{r.lower()}", f"DELTA_{r}", (f"T{r}1",)) for r in "AC"}
+    big = cls.DRIVER_INPUT_ROWS + 1
+
+    def moved(rows_c, rows_a):
+        prog = type("Moves", (_Moves, cls), {})(inputs=inputs)
+        prog.moved, prog.leads = [], []
+        prog.begin_batch()
+        prog.on_c(native_input.ColumnarDelta([range(rows_c)]))
+        prog.on_a(native_input.ColumnarDelta([range(rows_a)]))
+        prog.end_batch()
+        return prog.moved
+    assert moved(10, 5) == [["C"]]
+    assert moved(big, 10) == [[]]
+    assert moved(big, 2 * big) == [["C"]]

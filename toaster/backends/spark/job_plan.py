@@ -45,6 +45,7 @@ class _Held:
 
 class JobRunner:
     """Mixin of DistRuntime: specs of the planned stages, the job that runs them, stage 0 glue."""
+    DRIVER_INPUT_ROWS = 50_000      # input rows the driver pre-aggregates in any case (_driver_inputs)
 
     def _specs(self, more_follow: bool) -> list:
         specs, logs = [], {}
@@ -182,8 +183,10 @@ class JobRunner:
         does not read stay for the executors (TPC-H Q3: the CUSTOMER and ORDERS batches, ~20 %
         of a step, beside LINEITEM's). The first stage then reads only views and driver records,
         so it runs in stage 0's tasks (_lead_in_stage0: `_RECORDS`): one stage less per job.
-        Decided by the plan, not the data (so --explain counts what runs): a large moved batch
-        costs the driver one native pass over it, on one core."""
+        Unless the moved batches are larger than DRIVER_INPUT_ROWS and than the staying ones
+        (TPC-H Q5 would move LINEITEM, ORDERS and CUSTOMER beside SUPPLIER): the driver runs them
+        on one core, the executors on P. The dry run (--explain) has empty batches: it counts
+        the moved case."""
         if more_follow or self._carried is not None or not self._stages \
                 or len(inputs) < 2 or not self._stages[0].blocks:
             return []
@@ -191,7 +194,10 @@ class JobRunner:
         reads = {p for _, params, _ in st.blocks for p in params} | {x[1] for x in st.reparts + st.gathers}
         moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads]
         stay = [e for e in inputs if not any(e is m for m in moved)]
-        return moved if moved and stay else []
+        if not moved or not stay or \
+                sum(len(e[1]) for e in moved) > max(self.DRIVER_INPUT_ROWS, sum(len(e[1]) for e in stay)):
+            return []
+        return moved
 
     def _driver_module(self):
         """The driver's JIT of the partition program (its own store: input blocks only)."""
