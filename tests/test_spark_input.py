@@ -76,8 +76,15 @@ def _stream(comp_sql, seed, n, max_batch=40):
 
 
 def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
+    """Steps of all three streams run in the order planning the fewest stages; CUST's small
+    batch is pre-aggregated natively on the driver so the first stage runs in stage 0 (3 stages,
+    not 4: job_plan._driver_inputs); each step's stages equal the planned ones (_run)."""
     prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch)
-    assert "batch input read by the executors" in explain_jobs(prog)
+    text = explain_jobs(prog)
+    assert "batch input read by the executors" in text
+    assert "a batch of every stream (CUST, ORD, LI): 1 job(s), 3 stage(s)" in text
+    assert "pre-aggregated natively on the driver (the job's first stage reads it; " \
+           "that stage then runs in stage 0): CUST" in text
 
 
 def test_q6_shape_global_sum(spark, tmp_path, monkeypatch):

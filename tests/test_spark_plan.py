@@ -92,7 +92,7 @@ def test_a_first_stage_of_view_reparts_runs_in_stage_0():
     inputs = {"A": native_input.InputBlock("A", "in_a", "DELTA_A", ())}
     prog = _plan(cls, ["A", "B"], inputs)
     assert prog.leads == [True] and prog.stages_last_batch == 4     # stage 0 + 3
-    assert planned_counts(cls, ["A", "B"], inputs) == (1, 4)
+    assert planned_counts(cls, ["A", "B"], inputs) == (1, 3)     # run as B, A: best_order
 
 
 def test_commuting_block_joins_a_stage_of_view_reparts():
@@ -136,3 +136,84 @@ def test_a_first_stage_of_spread_blocks_runs_in_stage_0():
     assert _plan(_spread_program(True), ["A"]).leads == [False]
     prog = _plan(_spread_program(True, later_reader=True), ["A"], inputs)
     assert prog.leads == [False] and prog.stages_last_batch == 3
+
+
+def _driver_input_program():
+    """Two streams read by the executors. C (small): input block -> Scatter TC2 -> block c1
+    (TC2, V1) -> Repart TC4 -> block c2 (writes V2). A: input block -> Scatter TA2 -> block a1
+    (TA2, V2: after c2) -> Repart TA4 -> block a2 (writes V3)."""
+    class Prog(DistRuntime):
+        DIST_MAPS = {"V1": (0,), "V2": (0,), "V3": (0,)}
+        TRIGGERS = {"A": "on_a", "C": "on_c"}
+
+        def on_c(self, delta):
+            self.begin_trigger("DELTA_C", delta)
+            self.run_local(_blk("in_c"), ("DELTA_C",), ("TC1",))
+            self.scatter("TC2", "TC1", (0,))
+            self.run_dist(_blk("c1"), ("TC2", "V1"), ("V1", "TC3"))
+            self.repart("TC4", "TC3", (0,))
+            self.run_dist(_blk("c2"), ("TC4", "V2"), ("V2",))
+            self.end_trigger(("TC1", "TC2", "TC3", "TC4"))
+
+        def on_a(self, delta):
+            self.begin_trigger("DELTA_A", delta)
+            self.run_local(_blk("in_a"), ("DELTA_A",), ("TA1",))
+            self.scatter("TA2", "TA1", (0,))
+            self.run_dist(_blk("a1"), ("TA2", "V2"), ("TA3",))
+            self.repart("TA4", "TA3", (0,))
+            self.run_dist(_blk("a2"), ("TA4", "V3"), ("V3",))
+            self.end_trigger(("TA1", "TA2", "TA3", "TA4"))
+    return Prog
+
+
+class _Moves(_DryRun):
+    def _run_job(self, more_follow):
+        inputs = [e for e in self._inputs if e[3]]
+        moved = self._driver_inputs(inputs, more_follow)
+        self.moved.append(sorted(e[0].relation for e in moved))
+        rest = [e for e in inputs if not any(e is m for m in moved)]
+        self.leads.append(self._lead_in_stage0(rest, more_follow))
+        super()._run_job(more_follow)
+
+
+def test_small_input_whose_temps_the_first_stage_reads_runs_on_the_driver():
+    """C's temps are read by the first stage, A's only from the second: C's input block runs on
+    the driver (its temps are driver records of stage 0) and the first stage joins stage 0
+    (`records` lead): stage 0 + 2 stages instead of stage 0 + 3."""
+    cls = _driver_input_program()
+    inputs = {r: native_input.InputBlock(r, f"in_{r.lower()}", f"DELTA_{r}", (f"T{r}1",)) for r in "AC"}
+
+    def run(extra=None):
+        prog = type("Moves", (_Moves, cls), extra or {})(inputs=inputs)
+        prog.moved, prog.leads = [], []
+        prog.begin_batch()
+        for r in ["C", "A"]:
+            getattr(prog, prog.TRIGGERS[r])(native_input.ColumnarDelta([]))
+        prog.end_batch()
+        return prog
+    prog = run()
+    assert prog.moved == [["C"]] and prog.leads == ["records"] and prog.stages_last_batch == 3
+    kept = run({"_driver_inputs": lambda self, inputs, more: []})
+    assert kept.leads == [False] and kept.stages_last_batch == 4
+    assert planned_counts(cls, ["A", "C"], inputs) == (1, 3)
+    assert planned_counts(cls, ["A"], inputs) == (1, 3)          # one input: nothing moves
+
+
+def test_a_large_input_batch_stays_on_the_executors():
+    """The size veto: the moved batches may exceed DRIVER_INPUT_ROWS only when the staying ones
+    are larger still (the driver pre-aggregates on one core)."""
+    cls = _driver_input_program()
+    inputs = {r: native_input.InputBlock(r, f"in_{r.lower()}", f"DELTA_{r}", (f"T{r}1",)) for r in "AC"}
+    big = cls.DRIVER_INPUT_ROWS + 1
+
+    def moved(rows_c, rows_a):
+        prog = type("Moves", (_Moves, cls), {})(inputs=inputs)
+        prog.moved, prog.leads = [], []
+        prog.begin_batch()
+        prog.on_c(native_input.ColumnarDelta([range(rows_c)]))
+        prog.on_a(native_input.ColumnarDelta([range(rows_a)]))
+        prog.end_batch()
+        return prog.moved
+    assert moved(10, 5) == [["C"]]
+    assert moved(big, 10) == [[]]
+    assert moved(big, 2 * big) == [["C"]]

@@ -24,12 +24,14 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=100000)
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--native-opt", type=int, default=None, help="LLVM opt level of the partition program")
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark
 
     spark = get_spark()
     engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
-                                             partitions=a.partitions)
+                                             partitions=a.partitions,
+                                             **({} if a.native_opt is None else {"native_opt": a.native_opt}))
     rows = []
     for group in groups:
         c0, s0, w0 = time.process_time(), spark_cpu(spark), time.perf_counter()

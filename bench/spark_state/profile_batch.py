@@ -98,6 +98,7 @@ def main(argv=None):
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting KEY=VALUE")
+    ap.add_argument("--native-opt", type=int, default=None, help="LLVM opt level of the partition program")
     a = ap.parse_args(argv)
     from bench.spark_state.common import tpch_engine_and_batches
     from toaster.backends.spark.runtime import last_job_id
@@ -106,7 +107,8 @@ def main(argv=None):
     spark = _session(log_dir, dict(kv.split("=", 1) for kv in a.conf))
     sc = spark.sparkContext
     engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
-                                             partitions=a.partitions)
+                                             partitions=a.partitions,
+                                             **({} if a.native_opt is None else {"native_opt": a.native_opt}))
     batches = []
     for group in groups:
         j0 = last_job_id(sc)

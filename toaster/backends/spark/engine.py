@@ -37,7 +37,7 @@ def load_program_module(source: str) -> types.ModuleType:
 
 def explain_jobs(program: SparkProgram) -> str:
     """The Spark jobs and stages a batch runs, planned from the generated program (--explain)."""
-    from toaster.backends.spark.runtime import planned_counts
+    from toaster.backends.spark.runtime import driver_inputs, planned_counts
     cls = load_program_module(program.source).Program
     rels = [r for r in program.relations if r.name in cls.TRIGGERS]
     streams = [r.name for r in rels if r.kind != "table"]
@@ -60,6 +60,10 @@ def explain_jobs(program: SparkProgram) -> str:
     if streams:
         jobs, stages = planned_counts(cls, streams, inputs)
         lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
+        moved = driver_inputs(cls, streams, inputs)
+        if moved:
+            lines.append(f"    of it pre-aggregated natively on the driver (the job's first stage reads it; "
+                         f"that stage then runs in stage 0): {', '.join(moved)}")
     for r in rels:
         jobs, stages = planned_counts(cls, [r.name], inputs)
         lines.append(f"  {r.name} alone: {jobs} job(s), {stages} stage(s)")

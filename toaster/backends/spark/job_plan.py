@@ -32,8 +32,20 @@ def _payload(element):
     return element[1]
 
 
+_RECORDS = "records"     # _lead_in_stage0: the lead stage reads the records the driver scattered
+
+
+class _Held:
+    """The partition program where native_exec.module_for expects a broadcast (the driver's JIT)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 class JobRunner:
     """Mixin of DistRuntime: specs of the planned stages, the job that runs them, stage 0 glue."""
+    DRIVER_INPUT_ROWS = 50_000      # input rows the driver pre-aggregates in any case (_driver_inputs)
 
     def _specs(self, more_follow: bool) -> list:
         specs, logs = [], {}
@@ -83,13 +95,18 @@ class JobRunner:
         try:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
+            moved = self._driver_inputs(inputs, more_follow)
+            if moved:        # small batches pre-aggregated here: the first stage joins stage 0
+                native_input.run_on_driver(self._driver_module(), moved, P, self._scattered)
+                inputs = [e for e in inputs if not any(e is m for m in moved)]
             lead, spread = None, ()
             how = self._lead_in_stage0(inputs, more_follow)
             if how:          # the first planned stage runs in stage 0's tasks
                 lead, specs = self._stage_task(specs[0]), specs[1:]
                 spread = how if isinstance(how, frozenset) else ()
             if inputs:       # stage 0: the executors read their slices of the batches
-                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead, spread)
+                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead, spread,
+                                            lead_reads_records=how == _RECORDS)
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if self._carried is not None:
@@ -133,7 +150,10 @@ class JobRunner:
         partition p); or, as the frozenset of the temps its blocks read, when its blocks are
         SPREAD_BLOCKS (native_input.spread_blocks) reading only temps this job's input blocks
         Scatter and read by nothing else, and its exchanges read only what they write or views:
-        task p then runs them on the temps its own slice produced, which are not shuffled."""
+        task p then runs them on the temps its own slice produced, which are not shuffled; or
+        `_RECORDS` when nothing it reads comes from this job's input blocks (views and records
+        the driver scattered, which task p holds for partition p: the input blocks' temps go
+        straight to the next stage)."""
         if not inputs or self._carried is not None or not self._stages:
             return False
         st = self._stages[0]
@@ -145,6 +165,9 @@ class JobRunner:
         names = [b[0] if isinstance(b[0], str) else b[0].__name__ for b in st.blocks]
         reads = {p for _, params, writes in st.blocks for p in params if p not in writes}
         writes = {w for _, _, ws in st.blocks for w in ws}
+        exchanged = {x[1] for x in st.reparts + st.gathers}
+        if not ({p for _, ps, _ in st.blocks for p in ps} | exchanged) & scattered:
+            return _RECORDS
         if not names or any(n not in self.SPREAD_BLOCKS for n in names) or not reads <= scattered \
                 or not all(x[1] in writes or x[1] in self.views for x in st.reparts + st.gathers):
             return False
@@ -153,6 +176,37 @@ class JobRunner:
             if used & (reads | writes):
                 return False
         return frozenset(reads)
+
+    def _driver_inputs(self, inputs: list, more_follow: bool) -> list:
+        """The input blocks to run on the driver (native_input.run_on_driver) instead of in stage
+        0: those whose temps the first planned stage reads, when another input block's temps it
+        does not read stay for the executors (TPC-H Q3: the CUSTOMER and ORDERS batches, ~20 %
+        of a step, beside LINEITEM's). The first stage then reads only views and driver records,
+        so it runs in stage 0's tasks (_lead_in_stage0: `_RECORDS`): one stage less per job.
+        Unless the moved batches are larger than DRIVER_INPUT_ROWS and than the staying ones
+        (TPC-H Q5 would move LINEITEM, ORDERS and CUSTOMER beside SUPPLIER): the driver runs them
+        on one core, the executors on P. The dry run (--explain) has empty batches: it counts
+        the moved case."""
+        if more_follow or self._carried is not None or not self._stages \
+                or len(inputs) < 2 or not self._stages[0].blocks:
+            return []
+        st = self._stages[0]
+        reads = {p for _, params, _ in st.blocks for p in params} | {x[1] for x in st.reparts + st.gathers}
+        moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads]
+        stay = [e for e in inputs if not any(e is m for m in moved)]
+        if not moved or not stay or \
+                sum(len(e[1]) for e in moved) > max(self.DRIVER_INPUT_ROWS, sum(len(e[1]) for e in stay)):
+            return []
+        return moved
+
+    def _driver_module(self):
+        """The driver's JIT of the partition program (its own store: input blocks only)."""
+        from toaster.backends.spark import native_exec as nx
+        spec = {"native": _Held(self.native), "native_key": self.native.key,
+                "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
+        nm = nx.module_for(spec)
+        nm.activate(spec["store"], 0)
+        return nm
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking

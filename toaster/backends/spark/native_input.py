@@ -267,17 +267,34 @@ class ColumnarDelta:
         return batch_slices(batch, parts, columns)
 
 
-def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None, spread=()):
+def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None, spread=(),
+           lead_reads_records: bool = False):
     """The RDD of a job's stage 0: P tasks, each with the driver's scattered records of its
     partition and its slice of every input block's batch. `inputs`: the runtime's entries
     [InputBlock, ColumnarDelta, scatters, ready]. `lead`: the task of the job's first planned
     stage (job_plan: _lead_in_stage0), run by task p on partition p after the inputs; it
-    receives the temps named in `spread` as task p produced them (not split by partition)."""
+    receives the temps named in `spread` as task p produced them (not split by partition), or,
+    with `lead_reads_records`, the records the driver scattered to partition p."""
     slices = {ib.block: delta.slices(parts, ib.columns) for ib, delta, _, _ in inputs}
     work = [(ib.block, ib.delta, ib.writes, scatters) for ib, _, scatters, _ in inputs]
     elements = [(p, (scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
                 for p in range(parts)]
-    return sc.parallelize(elements, parts).mapPartitionsWithIndex(input_task(spec, work, lead, frozenset(spread)))
+    return sc.parallelize(elements, parts).mapPartitionsWithIndex(
+        input_task(spec, work, lead, frozenset(spread), lead_reads_records))
+
+
+def run_on_driver(nm, inputs: list, parts: int, scattered: list) -> None:
+    """Run input blocks on the driver (`nm`: the driver's own JIT of the partition program) over
+    their whole batch and add their Scattered temps to `scattered` (per partition), as records
+    the driver scattered: what stage 0 would do, vectorized and native, without the shuffle
+    after it (job_plan._driver_inputs chooses the small batches whose temps the first stage reads)."""
+    out: dict = {}
+    for ib, delta, scatters, _ in inputs:
+        data = delta.slices(1, ib.columns)[0]
+        if data is not None:
+            _run_input(nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [])
+    for d, recs in out.items():
+        scattered[d].extend(recs)
 
 
 # ------------------------------------------------------------------ executors
@@ -306,13 +323,34 @@ def _read_slice(data: bytes, key_types):
     return cols, table.column("s").to_numpy()
 
 
-def input_task(spec: dict, inputs: list, lead=None, spread=frozenset()):
-    """mapPartitionsWithIndex body of stage 0: elements (p, (records, {block: slice})); the
-    records scattered by the driver pass on to partition p, each input block runs on the slice
-    and its temps go to the partitions of their Scatters. `inputs`: (block, delta, writes,
-    scatters [(target, source, parts)])."""
-    from toaster.backends.spark import native_exec as nx
+def _run_input(nm, data: bytes, block: str, delta: str, scatters, parts_n: int, spread, out: dict,
+               kept: list) -> None:
+    """One input block over one slice: its temps split by their Scatters' partitions into `out`
+    (dest -> records), or kept whole in `kept` when the lead stage's spread blocks read them."""
     from toaster.backends.spark.native_state import _split
+    cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
+    nm.add(delta, [(cols, signs)])
+    for n in nm.pp.fresh[block]:
+        nm.add(n, ())
+    nm.run_block(block)
+    for target, source, positions in scatters:
+        kcols, vals = nm.entries(source)
+        if not len(vals):
+            continue
+        if target in spread:   # read here by the lead stage's spread blocks
+            kept.append((target, kcols, vals))
+            continue
+        for d, c, v in _split(kcols, vals, positions, parts_n):
+            out.setdefault(d, []).append((target, c, v))
+    nm.add(delta, ())          # the slice is not kept
+
+
+def input_task(spec: dict, inputs: list, lead=None, spread=frozenset(), lead_reads_records=False):
+    """mapPartitionsWithIndex body of stage 0: elements (p, (records, {block: slice})); the
+    records scattered by the driver pass on to partition p (or, `lead_reads_records`, into the
+    lead stage), each input block runs on the slice and its temps go to the partitions of their
+    Scatters. `inputs`: (block, delta, writes, scatters [(target, source, parts)])."""
+    from toaster.backends.spark import native_exec as nx
     store, parts_n = spec["store"], spec["partitions"]
 
     def run(p, elements):
@@ -321,7 +359,7 @@ def input_task(spec: dict, inputs: list, lead=None, spread=frozenset()):
         nm = None
         for q, (records, slices) in elements:
             if records:
-                out.setdefault(q, []).extend(records)
+                (kept if lead_reads_records else out.setdefault(q, [])).extend(records)
             for block, delta, writes, scatters in inputs:
                 data = slices.get(block)
                 if data is None:
@@ -329,21 +367,7 @@ def input_task(spec: dict, inputs: list, lead=None, spread=frozenset()):
                 if nm is None:
                     nm = nx.module_for(spec)
                     nm.activate(store, p)
-                cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
-                nm.add(delta, [(cols, signs)])
-                for n in nm.pp.fresh[block]:
-                    nm.add(n, ())
-                nm.run_block(block)
-                for target, source, positions in scatters:
-                    kcols, vals = nm.entries(source)
-                    if not len(vals):
-                        continue
-                    if target in spread:   # read here by the lead stage's spread blocks
-                        kept.append((target, kcols, vals))
-                        continue
-                    for d, c, v in _split(kcols, vals, positions, parts_n):
-                        out.setdefault(d, []).append((target, c, v))
-                nm.add(delta, ())          # the slice is not kept
+                _run_input(nm, data, block, delta, scatters, parts_n, spread, out, kept)
         if lead is not None:
             for d, recs in lead(p, iter([(p, kept)] if kept else ())):
                 out.setdefault(d, []).extend(recs)
