@@ -398,3 +398,25 @@ def test_masked_indexes_read_mid_stream_stay_right():
             assert eng.read_map(name) == pytest.approx(fresh.read_map(name))
     finally:
         eng.close(), fresh.close(), oracle.close()
+
+
+@pytest.mark.parametrize("query", ["vwap", "mst"])
+def test_every_index_level_loop_writes_one_index(query):
+    """llvm masks an index (range_mask.py) only when each of its level loops writes that index
+    alone: a pass that fuses two level loops would silently put back all 64 levels."""
+    from toaster.imperative.ir import ForEach, MapAdd
+    from toaster.m3.range_index import LEVELS_MAP
+    imp = compile_file(f"{FINANCE}/{query}.sql").stage("imp")
+    loops = []
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, ForEach) and s.map == LEVELS_MAP:
+                loops.append(s)
+            for child in ("body", "then", "orelse"):
+                walk(getattr(s, child, ()) or ())
+    for t in imp.triggers:
+        walk(t.body)
+    assert loops
+    for loop in loops:
+        assert len(loop.body) == 1 and isinstance(loop.body[0], MapAdd), loop

@@ -34,6 +34,7 @@ from toaster.imperative.ir import (Assign, BinOp, Declare, ForEach, If, ImpProgr
                                    MapGet, MapSet)
 from toaster.passes import pass_
 from toaster.types import FLOAT
+from toaster.m3.range_index import LEVELS_MAP
 
 
 class _Effects:
@@ -176,7 +177,9 @@ class _Fuser:
 
     def _fuse_one(self, stmts: list) -> tuple[bool, list]:
         for i, first in enumerate(stmts):
-            if not isinstance(first, ForEach) or not _Effects(first.body).simple:
+            # a range index's level loop stays one loop per index: llvm replaces each such loop
+            # by a masked update (backends/llvm/range_mask.py) only when it writes one index
+            if not isinstance(first, ForEach) or first.map == LEVELS_MAP or not _Effects(first.body).simple:
                 continue
             for j in range(i + 1, len(stmts)):
                 later = stmts[j]
