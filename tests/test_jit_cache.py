@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toaster import cli
+from toaster import cli_run as cli
 from toaster.errors import UsageError
 from toaster.pipeline import main
 
