@@ -99,7 +99,7 @@ class _ModuleGen:
         # range indexes (m3_range_index) keep no records either: toaster.rollback rebuilds them
         self.rix_rebuilt = {} if bulk_access else rebuilt_indexes(prog)
         self.maps = {spec.name: NativeMap(self.module, self.rt, spec,
-                                          None if is_delta_map_name(spec.name, prog.relations)
+                                          None if is_delta_map_name(spec.name, [r.name for r in prog.relations])
                                           or spec.name in self.rix_rebuilt else self.undo,
                                           tag, self.overflow)
                      for tag, spec in enumerate(prog.maps)}
