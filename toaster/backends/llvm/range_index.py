@@ -56,6 +56,93 @@ def _cut(tg, args):
     return k, INT
 
 
+def _float_of_key(b, k):
+    return b.bitcast(b.select(b.icmp_signed("<", k, i64(0)), b.xor(k, i64(I64_MAX)), k), F64)
+
+
+def _build_span(module):
+    """rix.span(code, a, d): python rix_span, natively (a bisection over the keys, bracketed
+    around the guess f^-1(a) first)."""
+    from toaster.ordered_index import KEY_NEG_INF, KEY_POS_INF
+    f = ir.Function(module, ir.FunctionType(I64, [I64, F64, F64]), "rix.span")
+    f.linkage = "internal"
+    code, a, d = f.args
+    names = ("entry", "odd", "finite", "wide", "loop", "body", "done")
+    blocks = {n: f.append_basic_block(n) for n in names}
+    b = ir.IRBuilder(blocks["entry"])
+    rel, form, end = b.and_(code, i64(3)), b.and_(b.lshr(code, i64(2)), i64(3)), b.lshr(code, i64(4))
+    kni, kpi = i64(KEY_NEG_INF), i64(KEY_POS_INF)
+    lo_empty, hi_empty = i64(I64_MAX), i64(I64_MIN)
+
+    def holds(bb, x):
+        fx = bb.select(bb.icmp_unsigned("==", form, i64(0)), bb.fadd(x, d),
+                       bb.select(bb.icmp_unsigned("==", form, i64(1)), bb.fsub(x, d), bb.fsub(d, x)))
+        out = bb.fcmp_ordered("<=", fx, a)
+        for r, op in ((0, ">"), (1, ">="), (2, "<")):
+            out = bb.select(bb.icmp_unsigned("==", rel, i64(r)), bb.fcmp_ordered(op, fx, a), out)
+        return out
+
+    def pick(bb, lo, hi):
+        return bb.select(bb.icmp_unsigned("==", end, i64(0)), lo, hi)
+    inf = ir.Constant(F64, float("inf"))
+    b.cbranch(b.fcmp_unordered("uno", b.fsub(d, d), b.fsub(d, d)), blocks["odd"], blocks["finite"])
+    # d infinite or NaN: f is one value over the finite floats; the infinities are checked apart
+    b = ir.IRBuilder(blocks["odd"])
+    inside = holds(b, ir.Constant(F64, 0.0))
+    lo_in, hi_in = holds(b, b.fneg(inf)), holds(b, inf)
+    lo = b.select(lo_in, kni, b.select(inside, i64(KEY_NEG_INF + 1), b.select(hi_in, kpi, lo_empty)))
+    hi = b.select(hi_in, kpi, b.select(inside, i64(KEY_POS_INF - 1), b.select(lo_in, kni, hi_empty)))
+    b.ret(pick(b, lo, hi))
+    b = ir.IRBuilder(blocks["finite"])
+    up = b.icmp_unsigned("==", b.icmp_unsigned("<=", rel, i64(1)), b.icmp_unsigned("<", form, i64(2)))
+
+    def r(bb, k):                       # true on a prefix of the keys (sentinels beyond the infinities)
+        inner = bb.xor(holds(bb, _float_of_key(bb, k)), up)
+        return bb.select(bb.icmp_signed("<", k, kni), ir.Constant(ir.IntType(1), 1),
+                         bb.select(bb.icmp_signed(">", k, kpi), ir.Constant(ir.IntType(1), 0), inner))
+    guess = b.select(b.icmp_unsigned("==", form, i64(0)), b.fsub(a, d),
+                     b.select(b.icmp_unsigned("==", form, i64(1)), b.fadd(a, d), b.fsub(d, a)))
+    g = _float_key(b, guess)
+    g = b.select(b.fcmp_unordered("uno", guess, guess), kni, g)
+    g = b.select(b.icmp_signed("<", g, kni), kni, b.select(b.icmp_signed(">", g, kpi), kpi, g))
+    lo0, hi0 = b.sub(g, i64(16)), b.add(g, i64(16))
+    lo0 = b.select(b.icmp_signed("<", lo0, i64(KEY_NEG_INF - 1)), i64(KEY_NEG_INF - 1), lo0)
+    hi0 = b.select(b.icmp_signed(">", hi0, i64(KEY_POS_INF + 1)), i64(KEY_POS_INF + 1), hi0)
+    near = b.and_(r(b, lo0), b.not_(r(b, hi0)))
+    b.branch(blocks["wide"])
+    b = ir.IRBuilder(blocks["wide"])
+    start_lo = b.select(near, lo0, i64(KEY_NEG_INF - 1))
+    start_hi = b.select(near, hi0, i64(KEY_POS_INF + 1))
+    b.branch(blocks["loop"])
+    b = ir.IRBuilder(blocks["loop"])
+    lo_t, hi_f = b.phi(I64), b.phi(I64)
+    b.cbranch(b.icmp_unsigned(">", b.sub(hi_f, lo_t), i64(1)), blocks["body"], blocks["done"])
+    b = ir.IRBuilder(blocks["body"])
+    mid = b.add(lo_t, b.lshr(b.sub(hi_f, lo_t), i64(1)))
+    take = r(b, mid)
+    lo_t.add_incoming(start_lo, blocks["wide"])
+    lo_t.add_incoming(b.select(take, mid, lo_t), blocks["body"])
+    hi_f.add_incoming(start_hi, blocks["wide"])
+    hi_f.add_incoming(b.select(take, hi_f, mid), blocks["body"])
+    b.branch(blocks["loop"])
+    b = ir.IRBuilder(blocks["done"])
+    suffix_lo = b.select(b.icmp_signed("<=", hi_f, kpi), hi_f, lo_empty)
+    suffix_hi = b.select(b.icmp_signed("<=", hi_f, kpi), kpi, hi_empty)
+    prefix_lo = b.select(b.icmp_signed(">=", lo_t, kni), kni, lo_empty)
+    prefix_hi = b.select(b.icmp_signed(">=", lo_t, kni), lo_t, hi_empty)
+    b.ret(pick(b, b.select(up, suffix_lo, prefix_lo), b.select(up, suffix_hi, prefix_hi)))
+    return f
+
+
+def _span(tg, args):
+    """rix_span(code, a, d): one call of the module's rix.span."""
+    fns = tg.g.__dict__.setdefault("rix_functions", {})
+    if ("span", "") not in fns:
+        fns[("span", "")] = _build_span(tg.g.module)
+    code, a, d = args
+    return tg.b.call(fns[("span", "")], [tg.typed(code, INT), tg.typed(a, FLOAT), tg.typed(d, FLOAT)]), INT
+
+
 def _node(tg, args):
     k, level = (tg.typed(a, INT) for a in args)
     return tg.b.lshr(tg.b.xor(k, _SIGN), level), INT
@@ -314,5 +401,5 @@ def _indexed_positions(prog, index: str, base: str) -> set:
     return found
 
 
-RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_interval": _interval_call, "rix_sum": _sum_call,
+RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_span": _span, "rix_interval": _interval_call, "rix_sum": _sum_call,
                 "rix_bound": _bound_call}
