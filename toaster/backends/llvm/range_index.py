@@ -166,36 +166,63 @@ def _umin(b, x, y):
 
 
 def _build_interval(m):
-    """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval)."""
+    """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval).
+    A side whose end is the start (lo) / end (hi) of its child of the split node is that child's
+    one node: a prefix or suffix (the delta loops' intervals, clamped to the used region) costs
+    one path, not two."""
     groups = m.K - 2
     f = _function(m, "interval", m.vty, [I64, I64] + [I64] * groups)
     lo, hi, gs = f.args[0], f.args[1], list(f.args[2:])
-    blocks = {n: f.append_basic_block(n) for n in ("entry", "empty", "one", "two", "loop", "body",
-                                                    "left", "right_test", "right", "next", "done")}
+    blocks = {n: f.append_basic_block(n) for n in ("entry", "empty", "one", "inside", "single", "two",
+                                                    "lwhole", "lleaf", "lstart", "rwhole", "rleaf", "rstart",
+                                                    "loop", "body", "left", "right_test", "right", "next",
+                                                    "done")}
     b = ir.IRBuilder(blocks["entry"])
     b.cbranch(b.icmp_signed(">", lo, hi), blocks["empty"], blocks["one"])
     ir.IRBuilder(blocks["empty"]).ret(m.zero())
     b = ir.IRBuilder(blocks["one"])
     rlo, rhi = _region(b, m)           # every key lies there: clamping keeps the sum
     ul, uh = _umax(b, b.xor(lo, _SIGN), rlo), _umin(b, b.xor(hi, _SIGN), rhi)
-    inside = f.append_basic_block("inside")
-    b.cbranch(b.icmp_unsigned(">", ul, uh), blocks["empty"], inside)
-    b = ir.IRBuilder(inside)
+    b.cbranch(b.icmp_unsigned(">", ul, uh), blocks["empty"], blocks["inside"])
+    b = ir.IRBuilder(blocks["inside"])
     # the nodes of ul and uh at the leaf level hold one key each: theirs count if inside
     leaf = leaf_level(b, m)
     lo_node, hi_node = b.lshr(ul, leaf), b.lshr(uh, leaf)
+    b.cbranch(b.icmp_unsigned("==", lo_node, hi_node), blocks["single"], blocks["two"])
+    b = ir.IRBuilder(blocks["single"])
     v_lo = b.call(m.get_fn, gs + [leaf, lo_node])
     k_lo = leaf_key(b, m, gs, leaf, lo_node)
-    in_lo = b.icmp_unsigned(">=", k_lo, ul)
-    same = b.icmp_unsigned("==", lo_node, hi_node)
-    v_one = b.select(b.and_(in_lo, b.icmp_unsigned("<=", k_lo, uh)), v_lo, m.zero())
-    b.cbranch(same, blocks["done"], blocks["two"])
+    b.ret(b.select(b.and_(b.icmp_unsigned(">=", k_lo, ul), b.icmp_unsigned("<=", k_lo, uh)), v_lo, m.zero()))
     b = ir.IRBuilder(blocks["two"])
-    v_hi = b.call(m.get_fn, gs + [leaf, hi_node])
-    k_hi = leaf_key(b, m, gs, leaf, hi_node)
     split = b.sub(i64(63), _ctlz(b, m, b.xor(ul, uh)))
-    start = _add(b, m, b.select(in_lo, v_lo, m.zero()),
-                 b.select(b.icmp_unsigned("<=", k_hi, uh), v_hi, m.zero()))
+    low_bits = b.sub(b.shl(i64(1), split), i64(1))
+    lwhole = b.icmp_unsigned("==", b.and_(ul, low_bits), i64(0))
+    rwhole = b.icmp_unsigned("==", b.and_(uh, low_bits), low_bits)
+    b.cbranch(lwhole, blocks["lwhole"], blocks["lleaf"])
+    b = ir.IRBuilder(blocks["lwhole"])
+    v_lw = b.call(m.get_fn, gs + [split, b.lshr(ul, split)])
+    b.branch(blocks["lstart"])
+    b = ir.IRBuilder(blocks["lleaf"])
+    v_ll = b.call(m.get_fn, gs + [leaf, lo_node])
+    v_ll = b.select(b.icmp_unsigned(">=", leaf_key(b, m, gs, leaf, lo_node), ul), v_ll, m.zero())
+    b.branch(blocks["lstart"])
+    b = ir.IRBuilder(blocks["lstart"])
+    left0 = b.phi(m.vty)
+    left0.add_incoming(v_lw, blocks["lwhole"])
+    left0.add_incoming(v_ll, blocks["lleaf"])
+    b.cbranch(rwhole, blocks["rwhole"], blocks["rleaf"])
+    b = ir.IRBuilder(blocks["rwhole"])
+    v_rw = b.call(m.get_fn, gs + [split, b.lshr(uh, split)])
+    b.branch(blocks["rstart"])
+    b = ir.IRBuilder(blocks["rleaf"])
+    v_rl = b.call(m.get_fn, gs + [leaf, hi_node])
+    v_rl = b.select(b.icmp_unsigned("<=", leaf_key(b, m, gs, leaf, hi_node), uh), v_rl, m.zero())
+    b.branch(blocks["rstart"])
+    b = ir.IRBuilder(blocks["rstart"])
+    right0 = b.phi(m.vty)
+    right0.add_incoming(v_rw, blocks["rwhole"])
+    right0.add_incoming(v_rl, blocks["rleaf"])
+    start = _add(b, m, left0, right0)
     b.branch(blocks["loop"])
     b = ir.IRBuilder(blocks["loop"])
     level = b.phi(I64)
@@ -203,7 +230,8 @@ def _build_interval(m):
     b.cbranch(b.icmp_signed("<", level, split), blocks["body"], blocks["done"])
     b = ir.IRBuilder(blocks["body"])
     lnode, hnode = b.lshr(ul, level), b.lshr(uh, level)
-    b.cbranch(b.icmp_unsigned("==", b.and_(lnode, i64(1)), i64(0)), blocks["left"], blocks["right_test"])
+    take_left = b.and_(b.icmp_unsigned("==", b.and_(lnode, i64(1)), i64(0)), b.not_(lwhole))
+    b.cbranch(take_left, blocks["left"], blocks["right_test"])
     b = ir.IRBuilder(blocks["left"])
     with_left = _add(b, m, acc, b.call(m.get_fn, gs + [level, b.or_(lnode, i64(1))]))
     b.branch(blocks["right_test"])
@@ -211,7 +239,8 @@ def _build_interval(m):
     acc2 = b.phi(m.vty)
     acc2.add_incoming(acc, blocks["body"])
     acc2.add_incoming(with_left, blocks["left"])
-    b.cbranch(b.icmp_unsigned("==", b.and_(hnode, i64(1)), i64(1)), blocks["right"], blocks["next"])
+    take_right = b.and_(b.icmp_unsigned("==", b.and_(hnode, i64(1)), i64(1)), b.not_(rwhole))
+    b.cbranch(take_right, blocks["right"], blocks["next"])
     b = ir.IRBuilder(blocks["right"])
     with_right = _add(b, m, acc2, b.call(m.get_fn, gs + [level, b.and_(hnode, i64(-2))]))
     b.branch(blocks["next"])
@@ -221,15 +250,12 @@ def _build_interval(m):
     acc3.add_incoming(with_right, blocks["right"])
     next_level = b.add(level, i64(1))
     b.branch(blocks["loop"])
-    level.add_incoming(leaf, blocks["two"])
+    level.add_incoming(leaf, blocks["rstart"])
     level.add_incoming(next_level, blocks["next"])
-    acc.add_incoming(start, blocks["two"])
+    acc.add_incoming(start, blocks["rstart"])
     acc.add_incoming(acc3, blocks["next"])
     b = ir.IRBuilder(blocks["done"])
-    out = b.phi(m.vty)
-    out.add_incoming(v_one, inside)
-    out.add_incoming(acc, blocks["loop"])
-    b.ret(out)
+    b.ret(acc)
     return f
 
 
