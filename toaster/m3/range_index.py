@@ -36,8 +36,10 @@ maps are updated only by `+=` of values of the event or batch (no map read). A c
 compare X itself with such a term (`X op a`: the interval end `rix_cut(a)`, no descent); a site
 with only those is indexed with the option `thresholds` (PSP: a loop over few distinct volumes
 was faster). Descents reading only the event and scalar maps are computed once per statement
-(MST's two product terms share four). Other shapes are left to m3_view_cache; --explain notes
-the threshold-only sites left alone and the `+=` deltas that loop under an inequality (AXF). Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
+(MST's two product terms share four). `+=` deltas that loop over a map's groups under an
+inequality with the event (BXA) become one interval sum per group (toaster/m3/range_delta.py;
+option `deltas`). Other shapes are left to m3_view_cache; --explain notes the threshold-only
+sites left alone and the `+=` deltas still looping under an inequality (AXF). Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
 INT keys may: an INT site also falls back while its outer map has an entry at an end key.
 """
 from __future__ import annotations
@@ -493,7 +495,8 @@ def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups
                 for name, x in _uncovered_loops(s, args):
                     note = (f"{s.target}: the delta loops over {name}'s keys under an inequality on {x} with the "
                             f"event's values (an inequality join; not indexed: the loop is over one group's keys, "
-                            f"and an index would add 64 upserts per update of {name})")
+                            f"where an index's upkeep, a level loop per update of {name}, cost more than the "
+                            f"loop on AXF; m3_range_index{{deltas=all}} indexes it)")
                     if note not in ix.notes:
                         ix.notes.append(note)
             if s.op == ":=":
