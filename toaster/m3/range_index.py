@@ -515,12 +515,13 @@ def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups
     for t in triggers:
         if t.event.kind not in ("insert", "delete", "batch"):
             if any(s.target in {n for n, _ in ix.indexes} for s in t.statements):
-                return prog
+                return prog if deltas == "none" else range_index(prog, thresholds, "none")
             out.append(t)
             continue
         stmts = ix.maintenance(t)
         if stmts is None or not _reads_follow_writes(stmts, ix):
-            return prog
+            # a delta index that cannot be kept must not cost the re-evaluation sites theirs
+            return prog if deltas == "none" else range_index(prog, thresholds, "none")
         out.append(Trigger(t.event, tuple(stmts)))
     level = Var("__rix_l", INT)
     levels = MapDecl(LEVELS_MAP, (level,), INT, AggSum((level,), _levels_definition(level)))
