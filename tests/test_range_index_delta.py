@@ -68,6 +68,8 @@ def test_bxa_gets_delta_indexes_and_axf_by_option():
     assert any(m.name.endswith("_rix") for m in compile_file(f"{FINANCE}/axf.sql", pass_options=ALL).m3.maps)
     none = compile_sql(_bxa(), pass_options={"m3_range_index": {"deltas": "none"}})
     assert not any(m.name.endswith("_rix") for m in none.m3.maps)
+    assert any("deltas=none" in n for n in none.m3.notes)       # --explain says which loops stayed
+    assert not any("inequality join" in n for n in comp.m3.notes)
 
 
 def _close(seed, n=16):

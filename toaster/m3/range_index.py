@@ -462,15 +462,15 @@ def _nested(e):
 
 
 def _uncovered_loops(s: Statement, args: set):
-    """(map, var) of the loops in a `+=` statement over a map's key under an inequality with the
-    event's values (AXF's delta: an inequality join): left as loops, the note says why."""
+    """(map, var, over groups) of the loops in a `+=` statement over a map's key under an inequality
+    with the event's values (AXF's delta: an inequality join): left as loops, the note says why."""
     for e in subterms(s.rhs):
         fs = _factors(e.expr) if isinstance(e, AggSum) else ()
         for ref in (f for f in fs if isinstance(f, MapRef)):
             for x in sorted(set(ref.vars) - args, key=lambda v: v.name):
                 if any(isinstance(c, Cmp) and c.op in _FLIP and x in all_vars(c) and all_vars(c) & args
                        for c in fs):
-                    yield ref.name, x.name
+                    yield ref.name, x.name, len(set(ref.vars) - args) > 1
 
 
 
@@ -492,11 +492,14 @@ def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups
                                      Prod(tuple(ix.hoisted.values()) + (rhs,)))
                     s = Statement(s.target, s.keys, s.op, rhs)
             if s.op == "+=" and t.event.kind in ("insert", "delete"):
-                for name, x in _uncovered_loops(s, args):
+                for name, x, groups in _uncovered_loops(s, args):
+                    why = ("m3_range_index{deltas=none}" if deltas == "none" and groups else
+                           "its shape is not one the delta indexes take (toaster/m3/range_delta.py)" if groups
+                           else f"the loop is over one group's keys, where an index's upkeep, a level loop per "
+                                f"update of {name}, cost more than the loop on AXF; m3_range_index{{deltas=all}} "
+                                f"indexes it")
                     note = (f"{s.target}: the delta loops over {name}'s keys under an inequality on {x} with the "
-                            f"event's values (an inequality join; not indexed: the loop is over one group's keys, "
-                            f"where an index's upkeep, a level loop per update of {name}, cost more than the "
-                            f"loop on AXF; m3_range_index{{deltas=all}} indexes it)")
+                            f"event's values (an inequality join; not indexed: {why})")
                     if note not in ix.notes:
                         ix.notes.append(note)
             if s.op == ":=":
