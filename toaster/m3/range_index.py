@@ -475,7 +475,7 @@ def _uncovered_loops(s: Statement, args: set):
 
 
 
-def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups") -> M3Program:
+def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups", dropped: bool = False) -> M3Program:
     ix = _Indexer(prog, thresholds, deltas)
     triggers = []
     for t in prog.triggers:
@@ -493,7 +493,10 @@ def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups
                     s = Statement(s.target, s.keys, s.op, rhs)
             if s.op == "+=" and t.event.kind in ("insert", "delete"):
                 for name, x, groups in _uncovered_loops(s, args):
-                    why = ("m3_range_index{deltas=none}" if deltas == "none" and groups else
+                    why = ("its index could not be kept in order with the map's updates (e.g. a self-join reads "
+                           "it before updating the map, and the reads hide in function arguments, so later passes "
+                           "could reorder them)" if dropped and groups else
+                           "m3_range_index{deltas=none}" if deltas == "none" and groups else
                            "its shape is not one the delta indexes take (toaster/m3/range_delta.py)" if groups
                            else f"the loop is over one group's keys, where an index's upkeep, a level loop per "
                                 f"update of {name}, cost more than the loop on AXF; m3_range_index{{deltas=all}} "
@@ -518,13 +521,13 @@ def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups
     for t in triggers:
         if t.event.kind not in ("insert", "delete", "batch"):
             if any(s.target in {n for n, _ in ix.indexes} for s in t.statements):
-                return prog if deltas == "none" else range_index(prog, thresholds, "none")
+                return prog if deltas == "none" else range_index(prog, thresholds, "none", dropped=True)
             out.append(t)
             continue
         stmts = ix.maintenance(t)
         if stmts is None or not _reads_follow_writes(stmts, ix):
             # a delta index that cannot be kept must not cost the re-evaluation sites theirs
-            return prog if deltas == "none" else range_index(prog, thresholds, "none")
+            return prog if deltas == "none" else range_index(prog, thresholds, "none", dropped=True)
         out.append(Trigger(t.event, tuple(stmts)))
     level = Var("__rix_l", INT)
     levels = MapDecl(LEVELS_MAP, (level,), INT, AggSum((level,), _levels_definition(level)))
