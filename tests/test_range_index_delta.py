@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toaster.ordered_index import _float_of_key, rix_key, rix_span, span_code
+from toaster.m3.parser import parse_m3
 from toaster.pipeline import compile_file, compile_sql
 from toaster.testing import run_differential
 from toaster.testing.differential import check_maps_hold_definitions
@@ -63,6 +64,7 @@ def test_bxa_gets_delta_indexes_and_axf_by_option():
     assert any("for the delta loops" in n for n in comp.m3.notes)
     text = str(comp.m3)
     assert "rix_span" in text and "rix_cut" in text
+    assert str(parse_m3(text)) == text
     axf = compile_file(f"{FINANCE}/axf.sql")
     assert not any(m.name.endswith("_rix") for m in axf.m3.maps)
     assert any(m.name.endswith("_rix") for m in compile_file(f"{FINANCE}/axf.sql", pass_options=ALL).m3.maps)
