@@ -325,7 +325,8 @@ class _Indexer:
                 f"over its keys; local branch only)")
         if note not in self.notes:
             self.notes.append(note)
-        return AggSum(s.group, Prod(tuple(fast + s.plain + delta_sum(s, _name(oidx), gd, lo, hi, gvars))))
+        # the factors free of X after the group count's lift: they may read the group's keys
+        return AggSum(s.group, Prod(tuple(fast + delta_sum(s, _name(oidx), gd, lo, hi, gvars) + s.plain)))
 
     def shared(self, expr, t) -> Var:
         """A variable bound to expr once at the top of the statement (shared by its sites)."""
