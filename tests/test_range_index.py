@@ -330,7 +330,7 @@ def test_rejected_batch_restores_the_indexes(shape):
         hit.close(), fresh.close(), oracle.close()
 
 
-@pytest.mark.parametrize("query", ["fin_mst", "fin_psp"])
+@pytest.mark.parametrize("query", ["fin_mst", "fin_psp", "fin_bxa"])
 def test_order_book_runs_in_one_call_equal_event_by_event(tmp_path, query):
     """bench --in-memory --finance feeds the order book as ONE apply_many of its runs of
     consecutive same-relation events (BIDS and ASKS inserts and deletes interleave): the views

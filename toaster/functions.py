@@ -491,6 +491,7 @@ def _declare_ordered_index_functions():
     FUNCTIONS.declare("rix_key", 1, lambda ts: INT, python=ox.rix_key, native="rix_key", sql=False)
     FUNCTIONS.declare("rix_node", 2, lambda ts: INT, python=ox.rix_node, native="rix_node", sql=False)
     FUNCTIONS.declare("rix_cut", 2, lambda ts: INT, python=ox.rix_cut, native="rix_cut", sql=False)
+    FUNCTIONS.declare("rix_span", 3, lambda ts: INT, python=ox.rix_span, native="rix_span", sql=False)
     FUNCTIONS.declare("rix_bound", (3, None), lambda ts: INT, python=ox.rix_bound, native="rix_bound", sql=False,
                       reads_maps=True)
     # a sum has the index's value type: the pass writes it into the call (Func.type)

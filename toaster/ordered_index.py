@@ -14,6 +14,8 @@ name as their first argument (a string constant) and are evaluated with the engi
   rix_interval(IDX, lo, hi, g..)      sum of M[g.., y] over lo <= key(y) <= hi (0 when lo > hi)
   rix_sum(IDX, rel, x, g..)           sum of M[g.., y] over key(y) REL x   (rel 0..3: > >= < <=)
   rix_cut(rel, a)                     the least (rel > >=) or greatest (< <=) key x with x REL a: O(1)
+  rix_span(code, a, d)                an end of the floats x with f(x) REL a, f(x) = x + d, x - d or d - x
+                                      (a bisection over the keys from the guess f^-1(a)): delta loops
   rix_bound(IDX, code, a, g..)        the boundary of the set {x : S(x) CMP a}, S(x) = rix_sum(rel, x):
                                       a descent from the root (requires M >= 0, so that S is monotone)
 
@@ -132,8 +134,63 @@ def rix_cut(rel, a) -> int:
     return (min(k + 1, I64_MAX), k, max(k - 1, I64_MIN), k)[rel]
 
 
+_FORMS = (lambda x, d: x + d, lambda x, d: x - d, lambda x, d: d - x)
+_HOLDS = (lambda v, a: v > a, lambda v, a: v >= a, lambda v, a: v < a, lambda v, a: v <= a)
+_GUESS = (lambda a, d: a - d, lambda a, d: a + d, lambda a, d: d - a)
+
+
+def _float_of_key(k: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", k ^ I64_MAX if k < 0 else k))[0]
+
+
+KEY_NEG_INF, KEY_POS_INF = rix_key(float("-inf")), rix_key(float("inf"))
+
+
+def span_code(rel: str, form: int, end: int) -> int:
+    """rix_span's code: rel 0..3 (> >= < <=), form 0..2 (x + d, x - d, d - x), end 0 (lo) / 1 (hi)."""
+    return REL_CODES[rel] + 4 * form + 16 * end
+
+
+def rix_span(code, a, d) -> int:
+    """An end (lo / hi key) of the set {x float : f(x) REL a}, f(x) = fl(x + d), fl(x - d) or fl(d - x)
+    as IEEE computes it (no rounding argument: the set is searched). With d finite f is monotone over
+    every float, so the set is a prefix or a suffix of [-inf, +inf], found by bisection over the keys
+    (bracketed around the guess f^-1(a) first: a few steps); with d infinite or NaN f is constant
+    over the finite floats and the ends are checked apart. An empty set gives lo > hi."""
+    rel, form, end = code & 3, (code >> 2) & 3, code >> 4
+    f, holds = _FORMS[form], _HOLDS[rel]
+
+    def p(k):
+        return holds(f(_float_of_key(k), d), a)
+    if d != d or d in (float("inf"), float("-inf")):
+        inside = holds(f(0.0, d), a)     # every finite x: the same value
+        lo_in, hi_in = p(KEY_NEG_INF), p(KEY_POS_INF)
+        lo = KEY_NEG_INF if lo_in else KEY_NEG_INF + 1 if inside else KEY_POS_INF if hi_in else I64_MAX
+        hi = KEY_POS_INF if hi_in else KEY_POS_INF - 1 if inside else KEY_NEG_INF if lo_in else I64_MIN
+        return (lo, hi)[end]
+    up = (rel <= 1) == (form < 2)       # f rising and REL > / >=, or falling and < / <=: a suffix
+
+    def r(k):                           # true on a prefix of [lo - 1, hi + 1] (sentinels)
+        if k < KEY_NEG_INF:
+            return True
+        if k > KEY_POS_INF:
+            return False
+        return p(k) != up
+    g = _GUESS[form](a, d)
+    g = KEY_NEG_INF if g != g else rix_key(g)
+    lo_t, hi_f = max(g - 16, KEY_NEG_INF - 1), min(g + 16, KEY_POS_INF + 1)
+    if not (r(lo_t) and not r(hi_f)):
+        lo_t, hi_f = KEY_NEG_INF - 1, KEY_POS_INF + 1
+    while hi_f - lo_t > 1:
+        mid = (lo_t + hi_f) // 2
+        lo_t, hi_f = (mid, hi_f) if r(mid) else (lo_t, mid)
+    if up:                              # r = not p: the suffix starts after the last key of r
+        return (hi_f, KEY_POS_INF)[end] if hi_f <= KEY_POS_INF else (I64_MAX, I64_MIN)[end]
+    return (KEY_NEG_INF, lo_t)[end] if lo_t >= KEY_NEG_INF else (I64_MAX, I64_MIN)[end]
+
+
 def bound_code(rel: str, strict: bool, shift: int) -> int:
     return REL_CODES[rel] + 4 * strict + 8 * (shift + 1)
 
 
-__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "rix_cut", "bound_code", "LEVELS"]
+__all__ = ["rix_key", "rix_node", "rix_interval", "rix_sum", "rix_bound", "rix_cut", "rix_span", "span_code", "bound_code", "LEVELS"]

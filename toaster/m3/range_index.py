@@ -36,8 +36,10 @@ maps are updated only by `+=` of values of the event or batch (no map read). A c
 compare X itself with such a term (`X op a`: the interval end `rix_cut(a)`, no descent); a site
 with only those is indexed with the option `thresholds` (PSP: a loop over few distinct volumes
 was faster). Descents reading only the event and scalar maps are computed once per statement
-(MST's two product terms share four). Other shapes are left to m3_view_cache; --explain notes
-the threshold-only sites left alone and the `+=` deltas that loop under an inequality (AXF). Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
+(MST's two product terms share four). `+=` deltas that loop over a map's groups under an
+inequality with the event (BXA) become one interval sum per group (toaster/m3/range_delta.py;
+option `deltas`). Other shapes are left to m3_view_cache; --explain notes the threshold-only
+sites left alone and the `+=` deltas still looping under an inequality (AXF). Bounds saturate at the int64 range; FLOAT and DATE keys never reach its ends,
 INT keys may: an INT site also falls back while its outer map has an entry at an end key.
 """
 from __future__ import annotations
@@ -48,6 +50,7 @@ from toaster.calculus.ir import (INT, AggSum, Arith, Cmp, Const, Func, Lift, Map
                                  all_vars, expr_type, schema, subterms, term_vars)
 from toaster.m3.ir import M3Program, MapDecl, Statement, Trigger
 from toaster.ordered_index import I64_MAX, I64_MIN, LEVELS, REL_CODES, bound_code
+from toaster.m3.range_delta import delta_sum, delta_terms, match_delta
 from toaster.m3.view_cache import decompose
 from toaster.passes import Options, Pass, register
 from toaster.types import DATE, FLOAT, STRING
@@ -172,8 +175,8 @@ def _same_type(a, t):
 
 
 class _Indexer:
-    def __init__(self, prog: M3Program, thresholds: bool = False):
-        self.prog, self.thresholds = prog, thresholds
+    def __init__(self, prog: M3Program, thresholds: bool = False, deltas: str = "groups"):
+        self.prog, self.thresholds, self.deltas = prog, thresholds, deltas
         self.maps = {m.name: m for m in prog.maps}
         self.indexes: dict = {}     # (map, position) -> MapDecl of the index
         self.negs: dict = {}        # inner map -> MapDecl counting its negative entries
@@ -295,6 +298,36 @@ class _Indexer:
             Prod((Cmp("=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(fast))))),
             Prod((Cmp("!=", bad, Const(0, INT)), AggSum(e.group, Prod(tuple(slow))))))))))
 
+    def rewrite_delta(self, e, args: set):
+        """A `+=` delta's sums over an inequality with the event as per-group interval sums
+        (toaster/m3/range_delta.py), or e unchanged."""
+        site = match_delta(e, args, _factors, self.deltas == "all")
+        if site is not None:
+            return self.delta_site(site)
+        match e:
+            case Sum(ts):
+                return Sum(tuple(self.rewrite_delta(t, args) for t in ts))
+            case Prod(fs) if not any(isinstance(f, MapRef) for f in fs):
+                return Prod(tuple(self.rewrite_delta(f, args) for f in fs))
+        return e
+
+    def delta_site(self, s):
+        pos = s.outer.vars.index(s.x)
+        oidx = self.index(s.outer, pos)
+        gvars = tuple(v for i, v in enumerate(s.outer.vars) if i != pos)
+        fast, lows, highs = delta_terms(s, self.bound)
+        lo, hi = Var("__rix_lo", INT), Var("__rix_hi", INT)
+        fast += [Lift(lo, Value(_extreme("listmax", lows, -2 ** 63))),
+                 Lift(hi, Value(_extreme("listmin", highs, 2 ** 63 - 1)))]
+        gd = self.counter(self.groups, s.outer, pos, "rixg", "!=").name if set(gvars) - self.args else None
+        note = (f"{oidx.name}: ordered index of {s.outer.name} over {s.x.name} for the delta loops under an "
+                f"inequality with the event (one interval sum per group of {s.outer.name} instead of a loop "
+                f"over its keys; local branch only)")
+        if note not in self.notes:
+            self.notes.append(note)
+        # the factors free of X after the group count's lift: they may read the group's keys
+        return AggSum(s.group, Prod(tuple(fast + delta_sum(s, _name(oidx), gd, lo, hi, gvars) + s.plain)))
+
     def shared(self, expr, t) -> Var:
         """A variable bound to expr once at the top of the statement (shared by its sites)."""
         key = ("lift", expr)
@@ -401,42 +434,76 @@ def _count_update(decl: MapDecl, s: Statement, pos, op: str, extreme: bool = Fal
 
 
 def _reads_follow_writes(stmts, ix: _Indexer) -> bool:
-    """No map behind an index read (an index, a count, a group count) changes after the first
-    statement reading one: the reads hide in function arguments, so the order is checked here."""
-    kept = {d.name for table in (ix.indexes, ix.negs, ix.groups, ix.extremes) for d in table.values()}
-    kept |= {name for name, _ in ix.indexes}
-    reads = ("name='rix_bound'", "name='rix_interval'", "name='rix_sum'")
-    first = next((i for i, s in enumerate(stmts) if any(r in repr(s.rhs) for r in reads)), len(stmts))
-    return not any(s.target in kept for s in stmts[first:])
+    """No map behind a statement's index reads (the index, its map, that map's counts) changes at
+    or after that statement: the reads hide in function arguments, so the order is checked here."""
+    behind: dict = {}
+    for (name, _), idx in ix.indexes.items():
+        behind.setdefault(idx.name, {idx.name, name})
+        for table in (ix.negs, ix.groups, ix.extremes):
+            behind[idx.name] |= {d.name for (n, _), d in table.items() if n == name}
+    for (name, _), idx in ix.indexes.items():     # an outer index's site reads its inner maps' counts
+        for (n, _), d in ix.negs.items():
+            behind[idx.name].add(d.name)
+    reads = ("rix_bound", "rix_interval", "rix_sum")
+    for i, s in enumerate(stmts):
+        names = {f.args[0].value for f in _nested(s.rhs) if isinstance(f, Func) and f.name in reads}
+        read = set().union(*(behind.get(n, {n}) for n in names)) if names else set()
+        if any(later.target in read for later in stmts[i:]):
+            return False
+    return True
+
+
+def _nested(e):
+    """e and every node nested in it, terms included."""
+    yield e
+    for v in (getattr(e, f) for f in getattr(e, "__dataclass_fields__", ())):
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if hasattr(x, "__dataclass_fields__"):
+                yield from _nested(x)
 
 
 def _uncovered_loops(s: Statement, args: set):
-    """(map, var) of the loops in a `+=` statement over a map's key under an inequality with the
-    event's values (AXF's delta: an inequality join): left as loops, the note says why."""
+    """(map, var, over groups) of the loops in a `+=` statement over a map's key under an inequality
+    with the event's values (AXF's delta: an inequality join): left as loops, the note says why."""
     for e in subterms(s.rhs):
         fs = _factors(e.expr) if isinstance(e, AggSum) else ()
         for ref in (f for f in fs if isinstance(f, MapRef)):
             for x in sorted(set(ref.vars) - args, key=lambda v: v.name):
                 if any(isinstance(c, Cmp) and c.op in _FLIP and x in all_vars(c) and all_vars(c) & args
                        for c in fs):
-                    yield ref.name, x.name
+                    yield ref.name, x.name, len(set(ref.vars) - args) > 1
 
 
 
 
-def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:
-    ix = _Indexer(prog, thresholds)
+def range_index(prog: M3Program, thresholds: bool = False, deltas: str = "groups", dropped: bool = False) -> M3Program:
+    ix = _Indexer(prog, thresholds, deltas)
     triggers = []
     for t in prog.triggers:
         args = set(t.event.args)
         stmts = []
         ix.args = args
         for s in t.statements:
+            if s.op == "+=" and t.event.kind in ("insert", "delete") and deltas != "none":
+                ix.hoisted = {}
+                rhs = ix.rewrite_delta(s.rhs, args)
+                if rhs is not s.rhs:
+                    if ix.hoisted:
+                        rhs = AggSum(tuple(k for k in s.keys if k not in args),
+                                     Prod(tuple(ix.hoisted.values()) + (rhs,)))
+                    s = Statement(s.target, s.keys, s.op, rhs)
             if s.op == "+=" and t.event.kind in ("insert", "delete"):
-                for name, x in _uncovered_loops(s, args):
+                for name, x, groups in _uncovered_loops(s, args):
+                    why = ("its index could not be kept in order with the map's updates (e.g. a self-join reads "
+                           "it before updating the map, and the reads hide in function arguments, so later passes "
+                           "could reorder them)" if dropped and groups else
+                           "m3_range_index{deltas=none}" if deltas == "none" and groups else
+                           "its shape is not one the delta indexes take (toaster/m3/range_delta.py)" if groups
+                           else f"the loop is over one group's keys, where an index's upkeep, a level loop per "
+                                f"update of {name}, cost more than the loop on AXF; m3_range_index{{deltas=all}} "
+                                f"indexes it")
                     note = (f"{s.target}: the delta loops over {name}'s keys under an inequality on {x} with the "
-                            f"event's values (an inequality join; not indexed: the loop is over one group's keys, "
-                            f"and an index would add 64 upserts per update of {name})")
+                            f"event's values (an inequality join; not indexed: {why})")
                     if note not in ix.notes:
                         ix.notes.append(note)
             if s.op == ":=":
@@ -455,12 +522,13 @@ def range_index(prog: M3Program, thresholds: bool = False) -> M3Program:
     for t in triggers:
         if t.event.kind not in ("insert", "delete", "batch"):
             if any(s.target in {n for n, _ in ix.indexes} for s in t.statements):
-                return prog
+                return prog if deltas == "none" else range_index(prog, thresholds, "none", dropped=True)
             out.append(t)
             continue
         stmts = ix.maintenance(t)
         if stmts is None or not _reads_follow_writes(stmts, ix):
-            return prog
+            # a delta index that cannot be kept must not cost the re-evaluation sites theirs
+            return prog if deltas == "none" else range_index(prog, thresholds, "none", dropped=True)
         out.append(Trigger(t.event, tuple(stmts)))
     level = Var("__rix_l", INT)
     levels = MapDecl(LEVELS_MAP, (level,), INT, AggSum((level,), _levels_definition(level)))
@@ -484,6 +552,9 @@ class M3RangeIndex(Pass):
     indexed map, more than the one O(n) re-evaluation per batch when b is large).
     thresholds: also index sums whose only conditions compare the key itself with a threshold
     (PSP's `volume > c * total`; off: a loop over the key's few distinct values was faster).
+    deltas: `+=` deltas looping under an inequality with the event (range_delta.py): 'groups'
+    (default) where the loop enumerates groups (BXA), 'all' also over one group's keys (AXF),
+    'none' never.
     """
     name = "m3_range_index"
     takes = "m3"
@@ -491,8 +562,11 @@ class M3RangeIndex(Pass):
     description = "ordered aggregate indexes for range-correlated nested aggregates: O(log U) per event"
     batch: bool = False
     thresholds: bool = False
+    deltas: str = "groups"
 
     def run(self, ir, options: Options):
         if ir.mode != "tuple" and not self.batch:
             return ir
-        return range_index(ir, self.thresholds)
+        if self.deltas not in ("groups", "all", "none"):
+            raise ValueError(f"m3_range_index.deltas: 'groups', 'all' or 'none', not {self.deltas!r}")
+        return range_index(ir, self.thresholds, self.deltas)

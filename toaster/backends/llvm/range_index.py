@@ -56,6 +56,93 @@ def _cut(tg, args):
     return k, INT
 
 
+def _float_of_key(b, k):
+    return b.bitcast(b.select(b.icmp_signed("<", k, i64(0)), b.xor(k, i64(I64_MAX)), k), F64)
+
+
+def _build_span(module):
+    """rix.span(code, a, d): python rix_span, natively (a bisection over the keys, bracketed
+    around the guess f^-1(a) first)."""
+    from toaster.ordered_index import KEY_NEG_INF, KEY_POS_INF
+    f = ir.Function(module, ir.FunctionType(I64, [I64, F64, F64]), "rix.span")
+    f.linkage = "internal"
+    code, a, d = f.args
+    names = ("entry", "odd", "finite", "wide", "loop", "body", "done")
+    blocks = {n: f.append_basic_block(n) for n in names}
+    b = ir.IRBuilder(blocks["entry"])
+    rel, form, end = b.and_(code, i64(3)), b.and_(b.lshr(code, i64(2)), i64(3)), b.lshr(code, i64(4))
+    kni, kpi = i64(KEY_NEG_INF), i64(KEY_POS_INF)
+    lo_empty, hi_empty = i64(I64_MAX), i64(I64_MIN)
+
+    def holds(bb, x):
+        fx = bb.select(bb.icmp_unsigned("==", form, i64(0)), bb.fadd(x, d),
+                       bb.select(bb.icmp_unsigned("==", form, i64(1)), bb.fsub(x, d), bb.fsub(d, x)))
+        out = bb.fcmp_ordered("<=", fx, a)
+        for r, op in ((0, ">"), (1, ">="), (2, "<")):
+            out = bb.select(bb.icmp_unsigned("==", rel, i64(r)), bb.fcmp_ordered(op, fx, a), out)
+        return out
+
+    def pick(bb, lo, hi):
+        return bb.select(bb.icmp_unsigned("==", end, i64(0)), lo, hi)
+    inf = ir.Constant(F64, float("inf"))
+    b.cbranch(b.fcmp_unordered("uno", b.fsub(d, d), b.fsub(d, d)), blocks["odd"], blocks["finite"])
+    # d infinite or NaN: f is one value over the finite floats; the infinities are checked apart
+    b = ir.IRBuilder(blocks["odd"])
+    inside = holds(b, ir.Constant(F64, 0.0))
+    lo_in, hi_in = holds(b, b.fneg(inf)), holds(b, inf)
+    lo = b.select(lo_in, kni, b.select(inside, i64(KEY_NEG_INF + 1), b.select(hi_in, kpi, lo_empty)))
+    hi = b.select(hi_in, kpi, b.select(inside, i64(KEY_POS_INF - 1), b.select(lo_in, kni, hi_empty)))
+    b.ret(pick(b, lo, hi))
+    b = ir.IRBuilder(blocks["finite"])
+    up = b.icmp_unsigned("==", b.icmp_unsigned("<=", rel, i64(1)), b.icmp_unsigned("<", form, i64(2)))
+
+    def r(bb, k):                       # true on a prefix of the keys (sentinels beyond the infinities)
+        inner = bb.xor(holds(bb, _float_of_key(bb, k)), up)
+        return bb.select(bb.icmp_signed("<", k, kni), ir.Constant(ir.IntType(1), 1),
+                         bb.select(bb.icmp_signed(">", k, kpi), ir.Constant(ir.IntType(1), 0), inner))
+    guess = b.select(b.icmp_unsigned("==", form, i64(0)), b.fsub(a, d),
+                     b.select(b.icmp_unsigned("==", form, i64(1)), b.fadd(a, d), b.fsub(d, a)))
+    g = _float_key(b, guess)
+    g = b.select(b.fcmp_unordered("uno", guess, guess), kni, g)
+    g = b.select(b.icmp_signed("<", g, kni), kni, b.select(b.icmp_signed(">", g, kpi), kpi, g))
+    lo0, hi0 = b.sub(g, i64(16)), b.add(g, i64(16))
+    lo0 = b.select(b.icmp_signed("<", lo0, i64(KEY_NEG_INF - 1)), i64(KEY_NEG_INF - 1), lo0)
+    hi0 = b.select(b.icmp_signed(">", hi0, i64(KEY_POS_INF + 1)), i64(KEY_POS_INF + 1), hi0)
+    near = b.and_(r(b, lo0), b.not_(r(b, hi0)))
+    b.branch(blocks["wide"])
+    b = ir.IRBuilder(blocks["wide"])
+    start_lo = b.select(near, lo0, i64(KEY_NEG_INF - 1))
+    start_hi = b.select(near, hi0, i64(KEY_POS_INF + 1))
+    b.branch(blocks["loop"])
+    b = ir.IRBuilder(blocks["loop"])
+    lo_t, hi_f = b.phi(I64), b.phi(I64)
+    b.cbranch(b.icmp_unsigned(">", b.sub(hi_f, lo_t), i64(1)), blocks["body"], blocks["done"])
+    b = ir.IRBuilder(blocks["body"])
+    mid = b.add(lo_t, b.lshr(b.sub(hi_f, lo_t), i64(1)))
+    take = r(b, mid)
+    lo_t.add_incoming(start_lo, blocks["wide"])
+    lo_t.add_incoming(b.select(take, mid, lo_t), blocks["body"])
+    hi_f.add_incoming(start_hi, blocks["wide"])
+    hi_f.add_incoming(b.select(take, hi_f, mid), blocks["body"])
+    b.branch(blocks["loop"])
+    b = ir.IRBuilder(blocks["done"])
+    suffix_lo = b.select(b.icmp_signed("<=", hi_f, kpi), hi_f, lo_empty)
+    suffix_hi = b.select(b.icmp_signed("<=", hi_f, kpi), kpi, hi_empty)
+    prefix_lo = b.select(b.icmp_signed(">=", lo_t, kni), kni, lo_empty)
+    prefix_hi = b.select(b.icmp_signed(">=", lo_t, kni), lo_t, hi_empty)
+    b.ret(pick(b, b.select(up, suffix_lo, prefix_lo), b.select(up, suffix_hi, prefix_hi)))
+    return f
+
+
+def _span(tg, args):
+    """rix_span(code, a, d): one call of the module's rix.span."""
+    fns = tg.g.__dict__.setdefault("rix_functions", {})
+    if ("span", "") not in fns:
+        fns[("span", "")] = _build_span(tg.g.module)
+    code, a, d = args
+    return tg.b.call(fns[("span", "")], [tg.typed(code, INT), tg.typed(a, FLOAT), tg.typed(d, FLOAT)]), INT
+
+
 def _node(tg, args):
     k, level = (tg.typed(a, INT) for a in args)
     return tg.b.lshr(tg.b.xor(k, _SIGN), level), INT
@@ -79,36 +166,63 @@ def _umin(b, x, y):
 
 
 def _build_interval(m):
-    """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval)."""
+    """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval).
+    A side whose end is the start (lo) / end (hi) of its child of the split node is that child's
+    one node: a prefix or suffix (the delta loops' intervals, clamped to the used region) costs
+    one path, not two."""
     groups = m.K - 2
     f = _function(m, "interval", m.vty, [I64, I64] + [I64] * groups)
     lo, hi, gs = f.args[0], f.args[1], list(f.args[2:])
-    blocks = {n: f.append_basic_block(n) for n in ("entry", "empty", "one", "two", "loop", "body",
-                                                    "left", "right_test", "right", "next", "done")}
+    blocks = {n: f.append_basic_block(n) for n in ("entry", "empty", "one", "inside", "single", "two",
+                                                    "lwhole", "lleaf", "lstart", "rwhole", "rleaf", "rstart",
+                                                    "loop", "body", "left", "right_test", "right", "next",
+                                                    "done")}
     b = ir.IRBuilder(blocks["entry"])
     b.cbranch(b.icmp_signed(">", lo, hi), blocks["empty"], blocks["one"])
     ir.IRBuilder(blocks["empty"]).ret(m.zero())
     b = ir.IRBuilder(blocks["one"])
     rlo, rhi = _region(b, m)           # every key lies there: clamping keeps the sum
     ul, uh = _umax(b, b.xor(lo, _SIGN), rlo), _umin(b, b.xor(hi, _SIGN), rhi)
-    inside = f.append_basic_block("inside")
-    b.cbranch(b.icmp_unsigned(">", ul, uh), blocks["empty"], inside)
-    b = ir.IRBuilder(inside)
+    b.cbranch(b.icmp_unsigned(">", ul, uh), blocks["empty"], blocks["inside"])
+    b = ir.IRBuilder(blocks["inside"])
     # the nodes of ul and uh at the leaf level hold one key each: theirs count if inside
     leaf = leaf_level(b, m)
     lo_node, hi_node = b.lshr(ul, leaf), b.lshr(uh, leaf)
+    b.cbranch(b.icmp_unsigned("==", lo_node, hi_node), blocks["single"], blocks["two"])
+    b = ir.IRBuilder(blocks["single"])
     v_lo = b.call(m.get_fn, gs + [leaf, lo_node])
     k_lo = leaf_key(b, m, gs, leaf, lo_node)
-    in_lo = b.icmp_unsigned(">=", k_lo, ul)
-    same = b.icmp_unsigned("==", lo_node, hi_node)
-    v_one = b.select(b.and_(in_lo, b.icmp_unsigned("<=", k_lo, uh)), v_lo, m.zero())
-    b.cbranch(same, blocks["done"], blocks["two"])
+    b.ret(b.select(b.and_(b.icmp_unsigned(">=", k_lo, ul), b.icmp_unsigned("<=", k_lo, uh)), v_lo, m.zero()))
     b = ir.IRBuilder(blocks["two"])
-    v_hi = b.call(m.get_fn, gs + [leaf, hi_node])
-    k_hi = leaf_key(b, m, gs, leaf, hi_node)
     split = b.sub(i64(63), _ctlz(b, m, b.xor(ul, uh)))
-    start = _add(b, m, b.select(in_lo, v_lo, m.zero()),
-                 b.select(b.icmp_unsigned("<=", k_hi, uh), v_hi, m.zero()))
+    low_bits = b.sub(b.shl(i64(1), split), i64(1))
+    lwhole = b.icmp_unsigned("==", b.and_(ul, low_bits), i64(0))
+    rwhole = b.icmp_unsigned("==", b.and_(uh, low_bits), low_bits)
+    b.cbranch(lwhole, blocks["lwhole"], blocks["lleaf"])
+    b = ir.IRBuilder(blocks["lwhole"])
+    v_lw = b.call(m.get_fn, gs + [split, b.lshr(ul, split)])
+    b.branch(blocks["lstart"])
+    b = ir.IRBuilder(blocks["lleaf"])
+    v_ll = b.call(m.get_fn, gs + [leaf, lo_node])
+    v_ll = b.select(b.icmp_unsigned(">=", leaf_key(b, m, gs, leaf, lo_node), ul), v_ll, m.zero())
+    b.branch(blocks["lstart"])
+    b = ir.IRBuilder(blocks["lstart"])
+    left0 = b.phi(m.vty)
+    left0.add_incoming(v_lw, blocks["lwhole"])
+    left0.add_incoming(v_ll, blocks["lleaf"])
+    b.cbranch(rwhole, blocks["rwhole"], blocks["rleaf"])
+    b = ir.IRBuilder(blocks["rwhole"])
+    v_rw = b.call(m.get_fn, gs + [split, b.lshr(uh, split)])
+    b.branch(blocks["rstart"])
+    b = ir.IRBuilder(blocks["rleaf"])
+    v_rl = b.call(m.get_fn, gs + [leaf, hi_node])
+    v_rl = b.select(b.icmp_unsigned("<=", leaf_key(b, m, gs, leaf, hi_node), uh), v_rl, m.zero())
+    b.branch(blocks["rstart"])
+    b = ir.IRBuilder(blocks["rstart"])
+    right0 = b.phi(m.vty)
+    right0.add_incoming(v_rw, blocks["rwhole"])
+    right0.add_incoming(v_rl, blocks["rleaf"])
+    start = _add(b, m, left0, right0)
     b.branch(blocks["loop"])
     b = ir.IRBuilder(blocks["loop"])
     level = b.phi(I64)
@@ -116,7 +230,8 @@ def _build_interval(m):
     b.cbranch(b.icmp_signed("<", level, split), blocks["body"], blocks["done"])
     b = ir.IRBuilder(blocks["body"])
     lnode, hnode = b.lshr(ul, level), b.lshr(uh, level)
-    b.cbranch(b.icmp_unsigned("==", b.and_(lnode, i64(1)), i64(0)), blocks["left"], blocks["right_test"])
+    take_left = b.and_(b.icmp_unsigned("==", b.and_(lnode, i64(1)), i64(0)), b.not_(lwhole))
+    b.cbranch(take_left, blocks["left"], blocks["right_test"])
     b = ir.IRBuilder(blocks["left"])
     with_left = _add(b, m, acc, b.call(m.get_fn, gs + [level, b.or_(lnode, i64(1))]))
     b.branch(blocks["right_test"])
@@ -124,7 +239,8 @@ def _build_interval(m):
     acc2 = b.phi(m.vty)
     acc2.add_incoming(acc, blocks["body"])
     acc2.add_incoming(with_left, blocks["left"])
-    b.cbranch(b.icmp_unsigned("==", b.and_(hnode, i64(1)), i64(1)), blocks["right"], blocks["next"])
+    take_right = b.and_(b.icmp_unsigned("==", b.and_(hnode, i64(1)), i64(1)), b.not_(rwhole))
+    b.cbranch(take_right, blocks["right"], blocks["next"])
     b = ir.IRBuilder(blocks["right"])
     with_right = _add(b, m, acc2, b.call(m.get_fn, gs + [level, b.and_(hnode, i64(-2))]))
     b.branch(blocks["next"])
@@ -134,15 +250,12 @@ def _build_interval(m):
     acc3.add_incoming(with_right, blocks["right"])
     next_level = b.add(level, i64(1))
     b.branch(blocks["loop"])
-    level.add_incoming(leaf, blocks["two"])
+    level.add_incoming(leaf, blocks["rstart"])
     level.add_incoming(next_level, blocks["next"])
-    acc.add_incoming(start, blocks["two"])
+    acc.add_incoming(start, blocks["rstart"])
     acc.add_incoming(acc3, blocks["next"])
     b = ir.IRBuilder(blocks["done"])
-    out = b.phi(m.vty)
-    out.add_incoming(v_one, inside)
-    out.add_incoming(acc, blocks["loop"])
-    b.ret(out)
+    b.ret(acc)
     return f
 
 
@@ -314,5 +427,5 @@ def _indexed_positions(prog, index: str, base: str) -> set:
     return found
 
 
-RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_interval": _interval_call, "rix_sum": _sum_call,
+RIX_BUILDERS = {"rix_key": _key, "rix_node": _node, "rix_cut": _cut, "rix_span": _span, "rix_interval": _interval_call, "rix_sum": _sum_call,
                 "rix_bound": _bound_call}
