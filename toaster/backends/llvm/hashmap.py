@@ -53,6 +53,9 @@ VOID = ir.VoidType()
 
 INITIAL_CAPACITY = 16      # slots; entry capacity is half of it
 COMPACT_EIGHTH = 2         # compact(force) argument: compact when >= 1/8 of the entries are zero
+# one-key maps also map keys in [0, DIRECT_KEYS) straight to their entry (broker ids, string ids,
+# small codes): direct[k] = e + 1, 0 when k has no entry
+DIRECT_KEYS = 256
 HASH_SEED = 0x243F6A8885A308D3
 HASH_MULT = 0x9E3779B97F4A7C15
 
@@ -119,6 +122,7 @@ class NativeMap:
             if 0 < len(P) < self.K and P not in sets:
                 sets.append(P)
         self.index_sets = tuple(sets)
+        self.direct = self.K == 1          # a direct table for small keys (DIRECT_KEYS)
         n = self.name
         if self.K == 0:
             self.scalar = _global(module, f"{n}.g.scalar", self.vty, 0)
@@ -190,6 +194,23 @@ class NativeMap:
             b.call(self.set_fn, list(keys) + [old])
 
     # ------------------------------------------------------------ helpers
+    def _slot_words(self, b, cap):
+        """Words of the slots allocation: the slots, then (one-key maps) the direct table."""
+        return b.add(cap, i64(DIRECT_KEYS)) if self.direct else cap
+
+    def _direct_ptr(self, b, slots, k):
+        """&direct[k]: the direct table lives after the cap slots (so it is allocated, cleared,
+        freed and swapped with them)."""
+        cap = b.load(self.g_cap, typ=I64)
+        return self._elem_ptr(b, slots, b.add(cap, k))
+
+    def _note_direct(self, b, k, e):
+        """direct[k] = e + 1 when k is small (entry e now holds key k)."""
+        if not self.direct:
+            return
+        with b.if_then(b.icmp_unsigned("<", k, i64(DIRECT_KEYS))):
+            b.store(b.add(e, i64(1)), self._direct_ptr(b, b.load(self.g_slots, typ=PTR), k))
+
     def _key_at(self, b, keys_ptr, e, j):
         idx = b.add(b.mul(e, i64(self.K)), i64(j))
         return b.load(b.gep(keys_ptr, [idx], inbounds=True, source_etype=I64), typ=I64)
@@ -232,6 +253,20 @@ class NativeMap:
         """find(k...) -> e >= 0 when present, else -1 - h with h the empty slot to insert at."""
         f = self.find = _func(self.module, f"{self.name}.find", I64, [I64] * self.K)
         b = ir.IRBuilder(f.append_basic_block("entry"))
+        if self.direct:
+            # a present small key: one load, no hash and no probe loop (whose varying length
+            # the branch predictor misses on ~10-key maps); otherwise (or absent) the probe
+            k = f.args[0]
+            look = f.append_basic_block("direct")
+            hit = f.append_basic_block("direct.hit")
+            probe = f.append_basic_block("hash")
+            b.cbranch(b.icmp_unsigned("<", k, i64(DIRECT_KEYS)), look, probe)
+            b = ir.IRBuilder(look)
+            s = b.load(self._direct_ptr(b, b.load(self.g_slots, typ=PTR), k), typ=I64)
+            b.cbranch(b.icmp_unsigned("!=", s, i64(0)), hit, probe)
+            hb = ir.IRBuilder(hit)
+            hb.ret(hb.sub(s, i64(1)))
+            b = ir.IRBuilder(probe)
         mask = b.sub(b.load(self.g_cap, typ=I64), i64(1))
         slots = b.load(self.g_slots, typ=PTR)
         keys = b.load(self.g_keys, typ=PTR)
@@ -293,7 +328,7 @@ class NativeMap:
         ecap = b.udiv(cap, i64(2))
         b.store(cap, self.g_cap)
         b.call(rt.free, [b.load(self.g_slots, typ=PTR)])
-        b.store(b.call(rt.calloc, [cap, i64(8)]), self.g_slots)
+        b.store(b.call(rt.calloc, [self._slot_words(b, cap), i64(8)]), self.g_slots)
         b.store(b.call(rt.realloc, [b.load(self.g_keys, typ=PTR), b.mul(ecap, i64(8 * self.K))]), self.g_keys)
         b.store(b.call(rt.realloc, [b.load(self.g_vals, typ=PTR), b.mul(ecap, i64(self.vsize))]), self.g_vals)
         if self.g_stamps is not None:
@@ -323,6 +358,8 @@ class NativeMap:
             hb.cbranch(hb.icmp_unsigned("==", s, i64(0)), put, head)
             pb = ir.IRBuilder(put)
             pb.store(pb.add(e, i64(1)), self._elem_ptr(pb, slots, h))
+            if self.direct:
+                self._note_direct(pb, self._key_at(pb, keys, e, 0), e)
             for i in range(len(self.index_sets)):
                 self._emit_link(pb, i, e)
             return pb
@@ -400,12 +437,7 @@ class NativeMap:
         absent = f.append_basic_block("absent")
         b.cbranch(b.icmp_signed(">=", r, i64(0)), found, absent)
         b = ir.IRBuilder(found)
-        vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), r, self.vty)
-        old = b.load(vp, typ=self.vty)
-        self._log_once(b, keys, old, r)
-        new = v if replace else self.vadd(b, old, v)
-        b.store(new, vp)
-        self._count_zeros(b, old, new)
+        self._update_at(b, keys, r, v, replace)
         b.ret_void()
         # a new key with a zero value need not be stored (reads of absent keys give 0)
         b = ir.IRBuilder(absent)
@@ -431,6 +463,7 @@ class NativeMap:
         rr.add_incoming(r2, grow)
         h = b.sub(i64(-1), rr)
         b.store(b.add(count, i64(1)), self._elem_ptr(b, b.load(self.g_slots, typ=PTR), h))
+        self._note_direct(b, keys[0] if self.K else None, count)
         kp = b.load(self.g_keys, typ=PTR)
         for j, k in enumerate(keys):
             b.store(k, self._elem_ptr(b, kp, b.add(b.mul(count, i64(self.K)), i64(j))))
@@ -442,6 +475,15 @@ class NativeMap:
             self._emit_link(b, i, count)
         b.ret_void()
         return f
+
+    def _update_at(self, b, keys, e, v, replace: bool):
+        """Entry e (holding keys) := v, or += v: its undo record, zero count."""
+        vp = self._elem_ptr(b, b.load(self.g_vals, typ=PTR), e, self.vty)
+        old = b.load(vp, typ=self.vty)
+        self._log_once(b, keys, old, e)
+        new = v if replace else self.vadd(b, old, v)
+        b.store(new, vp)
+        self._count_zeros(b, old, new)
 
     def _build_get(self):
         f = self.get_fn = _func(self.module, f"{self.name}.get", self.vty, [I64] * self.K)
@@ -470,9 +512,11 @@ class NativeMap:
                     self._log(b, [self._key_at(b, keys, e, j) for j in range(self.K)], v)
                 return b
             b = self._count_loop(f, b, b.load(self.g_count, typ=I64), record)
-        nbytes = b.mul(b.load(self.g_cap, typ=I64), i64(8))
-        for g in [self.g_slots] + self.g_ix_slots:
-            b.call(self.rt.memset, [b.load(g, typ=PTR), ir.Constant(I32, 0), nbytes])
+        cap = b.load(self.g_cap, typ=I64)
+        b.call(self.rt.memset, [b.load(self.g_slots, typ=PTR), ir.Constant(I32, 0),
+                                b.mul(self._slot_words(b, cap), i64(8))])
+        for g in self.g_ix_slots:
+            b.call(self.rt.memset, [b.load(g, typ=PTR), ir.Constant(I32, 0), b.mul(cap, i64(8))])
         b.store(i64(0), self.g_count)
         b.store(i64(0), self.g_zeros)
         b.ret_void()
@@ -504,7 +548,7 @@ class NativeMap:
         b.store(i64(cap), self.g_cap)
         b.store(i64(0), self.g_count)
         b.store(i64(0), self.g_zeros)
-        b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_slots)
+        b.store(b.call(rt.calloc, [i64(cap + (DIRECT_KEYS if self.direct else 0)), i64(8)]), self.g_slots)
         b.store(b.call(rt.calloc, [i64(ecap * self.K), i64(8)]), self.g_keys)
         b.store(b.call(rt.calloc, [i64(ecap), i64(self.vsize)]), self.g_vals)
         if self.g_stamps is not None:
@@ -558,7 +602,14 @@ class NativeMap:
             self._log_once(b, [], old)
             b.store(self.vadd(b, old, v), self.scalar)
         else:
-            b.call(self.add_fn, list(keys) + [v])
+            # the update of a present key inline (O2 does not inline the whole upsert: its insert
+            # path is large; a call per upsert was ~a third of SPREAD's trigger), the insert out of line
+            e = b.call(self.find, list(keys))
+            with b.if_else(b.icmp_signed(">=", e, i64(0)), likely=True) as (found, absent):
+                with found:
+                    self._update_at(b, list(keys), e, v, replace=False)
+                with absent:
+                    b.call(self.add_fn, list(keys) + [v])
 
     def set(self, b, keys, v):
         if self.K == 0:
