@@ -4,16 +4,19 @@ trigger is exactly the insert trigger with every update negated.
 Tuple mode runs a trigger per event and picks it by the event's sign; on an order book whose
 inserts and deletes alternate unpredictably (finance: ~40 % deletes, the sign changing every
 other event) that branch is mispredicted about every other event. When the delete trigger is the
-insert trigger negated statement by statement -- the same `m[k] += v` statements, in the same
-order, each value the negation of the insert's -- one function `signed(s, ...)` whose updates
-are `m[k] += s * v` does both, with s = +1 or -1 from the sign, no branch.
+insert trigger statement by statement -- each `m[k] += v` of a view map either the same or with
+its value negated, every other statement (locals, loops, clears, temp maps) the same up to the
+names of its locals and temp maps -- one function `signed(s, ...)` does both: the negated
+updates become `m[k] += s * v`, with s = +1 or -1 from the sign, no branch. For s = -1 it runs
+the delete trigger's statements in order on the same state (PSP: the two book updates are
+negated, its re-evaluation loops the same).
 
 "Negation" is checked on the expression trees, exactly (no algebra that could change a
 rounding or an overflow): FLOAT values may carry the sign anywhere IEEE negation is exact
 (`-(a + b) = (-a) + (-b)`, `-(a * b) = (-a) * b`, `-(a / b) = (-a) / b`, a cast of a negated
 INT, `-1.0 * x` against `x`); INT values only as `-1 * v` against `v` or as literals `-c` against
-`c`, so `s * v` overflows exactly where the delete trigger's value does. Triggers with anything
-but map additions (loops, locals, clears, assignments) keep their two functions.
+`c`, so `s * v` overflows exactly where the delete trigger's value does. Anything else keeps
+the two functions (a self-join's delta has a term of the same sign for both).
 """
 from __future__ import annotations
 

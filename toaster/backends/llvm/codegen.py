@@ -21,6 +21,9 @@ Entry points (external symbols):
       (undo.py)
   global overflow.site   -1, or the number of the map whose integer value overflowed (overflow.py)
 
+A relation whose delete trigger is its insert trigger negated (imperative/signed.py) gets one
+signed trigger, called per row with the row's sign (+1 / -1) instead of a branch on it.
+
 Integer `+ - *` on values and integer map additions are checked (overflow.py).
 process_<REL> ends by compacting the maps (unless a fallible table recorded an error or an
 integer overflowed: the engine then rolls the batch back, and the undo records must still find

@@ -12,6 +12,11 @@ Layout of a map with K > 0 key components (all state lives in module globals `<m
                                (the key components at P), 0 when empty; same capacity as `slots`
               ix<i>.next[e]  = e' + 1 of the next entry of e's chain, 0 at the end
 
+  direct    one-key maps only: DIRECT_KEYS more words after the cap slots (allocated, cleared,
+            freed and swapped with them), direct[k] = e + 1 of the entry of key k for 0 <= k <
+            DIRECT_KEYS, 0 when k has none: `find` of a present small key (broker ids, string
+            ids) is one load, no hash and no probe loop; rebuilt with the slots
+
 Entry capacity is cap/2, so all tables grow together: `grow` doubles cap, reallocates the entry
 arrays and rebuilds `slots` and every index from the dense entries (a rehash).
 
@@ -26,6 +31,9 @@ its live entries after a batch. MapClear (temp and delta maps) resets count and 
 tables.
 
 A map with no key (K == 0) is a single global scalar `<map>.scalar`.
+
+Trigger code updates a present key inline (find, then the value, its undo record and zero
+count) and calls `add` out of line only to insert: O2 does not inline the whole upsert.
 
 Exported accessors per map (Python reads the tables back through them):
   <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy(),
@@ -147,8 +155,8 @@ class NativeMap:
             self._build_get()
             self._build_clear()
             self._build_compact()
-        self._build_accessors()
-        self._build_load()
+        build_accessors(self)
+        build_load(self)
 
     def zero(self):
         return ir.Constant(self.vty, 0.0 if self.vty == F64 else 0)
@@ -180,9 +188,10 @@ class NativeMap:
         self.undo.emit_record_once(b, self.undo_tag, self._bits(b, old), keys, stamp)
 
     def _count_zeros(self, b, old, new):
-        """zeros += (old != 0 and new == 0) - (old == 0 and new != 0)"""
+        """zeros += (new == 0) - (old == 0): one more when the entry became zero, one fewer when it
+        stopped being zero (the same as (old != 0 and new == 0) - (old == 0 and new != 0))."""
         was, now = self.is_nonzero(b, old), self.is_nonzero(b, new)
-        d = b.sub(b.zext(b.and_(was, b.not_(now)), I64), b.zext(b.and_(b.not_(was), now), I64))
+        d = b.sub(b.zext(was, I64), b.zext(now, I64))
         b.store(b.add(b.load(self.g_zeros, typ=I64), d), self.g_zeros)
 
     def restore(self, b, keys, old_bits):
@@ -521,75 +530,6 @@ class NativeMap:
         b.store(i64(0), self.g_zeros)
         b.ret_void()
 
-    def _build_accessors(self):
-        n, m, rt = self.name, self.module, self.rt
-        count = _func(m, f"{n}.count", I64, [], internal=False)
-        keys = _func(m, f"{n}.keys", PTR, [], internal=False)
-        vals = _func(m, f"{n}.vals", PTR, [], internal=False)
-        init = _func(m, f"{n}.init", VOID, [], internal=False)
-        destroy = _func(m, f"{n}.destroy", VOID, [], internal=False)
-        if self.K == 0:
-            ir.IRBuilder(count.append_basic_block()).ret(i64(1))
-            ir.IRBuilder(keys.append_basic_block()).ret(ir.Constant(PTR, None))
-            ir.IRBuilder(vals.append_basic_block()).ret(self.scalar)
-            b = ir.IRBuilder(init.append_basic_block())
-            b.store(self.zero(), self.scalar)
-            b.ret_void()
-            ir.IRBuilder(destroy.append_basic_block()).ret_void()
-            return
-        b = ir.IRBuilder(count.append_basic_block())
-        b.ret(b.load(self.g_count, typ=I64))
-        b = ir.IRBuilder(keys.append_basic_block())
-        b.ret(b.load(self.g_keys, typ=PTR))
-        b = ir.IRBuilder(vals.append_basic_block())
-        b.ret(b.load(self.g_vals, typ=PTR))
-        b = ir.IRBuilder(init.append_basic_block())
-        cap, ecap = INITIAL_CAPACITY, INITIAL_CAPACITY // 2
-        b.store(i64(cap), self.g_cap)
-        b.store(i64(0), self.g_count)
-        b.store(i64(0), self.g_zeros)
-        b.store(b.call(rt.calloc, [i64(cap + (DIRECT_KEYS if self.direct else 0)), i64(8)]), self.g_slots)
-        b.store(b.call(rt.calloc, [i64(ecap * self.K), i64(8)]), self.g_keys)
-        b.store(b.call(rt.calloc, [i64(ecap), i64(self.vsize)]), self.g_vals)
-        if self.g_stamps is not None:
-            b.store(b.call(rt.calloc, [i64(ecap), i64(8)]), self.g_stamps)
-        for i in range(len(self.index_sets)):
-            b.store(b.call(rt.calloc, [i64(cap), i64(8)]), self.g_ix_slots[i])
-            b.store(b.call(rt.calloc, [i64(ecap), i64(8)]), self.g_ix_next[i])
-        b.ret_void()
-        b = ir.IRBuilder(destroy.append_basic_block())
-        stamps = [self.g_stamps] if self.g_stamps is not None else []
-        for g in [self.g_slots, self.g_keys, self.g_vals] + stamps + self.g_ix_slots + self.g_ix_next:
-            b.call(rt.free, [b.load(g, typ=PTR)])
-            b.store(ir.Constant(PTR, None), g)
-        b.store(i64(0), self.g_count)
-        b.store(i64(0), self.g_zeros)
-        b.store(i64(0), self.g_cap)
-        b.ret_void()
-
-    def _build_load(self):
-        """<map>.load(n, keys, vals): clear, then set each of the n entries (keys row-major, K per entry)."""
-        f = _func(self.module, f"{self.name}.load", VOID, [I64, PTR, PTR], internal=False)
-        n, keys, vals = f.args
-        b = ir.IRBuilder(f.append_basic_block("entry"))
-        if self.K == 0:
-            empty = f.append_basic_block("empty")
-            one = f.append_basic_block("one")
-            b.cbranch(b.icmp_signed(">", n, i64(0)), one, empty)
-            b = ir.IRBuilder(empty)
-            b.store(self.zero(), self.scalar)
-            b.ret_void()
-            b = ir.IRBuilder(one)
-            b.store(b.load(vals, typ=self.vty), self.scalar)
-            b.ret_void()
-            return
-        b.call(self.clear_fn, [])
-
-        def put(b, e):
-            v = b.load(self._elem_ptr(b, vals, e, self.vty), typ=self.vty)
-            b.call(self.set_fn, [self._key_at(b, keys, e, j) for j in range(self.K)] + [v])
-        self._count_loop(f, b, n, put).ret_void()
-
     # ------------------------------------------------------------ uses emitted by codegen
     def get(self, b, keys):
         if self.K == 0:
@@ -634,3 +574,6 @@ class NativeMap:
 
     def val_at(self, b, e):
         return b.load(self._elem_ptr(b, b.load(self.g_vals, typ=PTR), e, self.vty), typ=self.vty)
+
+
+from toaster.backends.llvm.hashmap_access import build_accessors, build_load  # noqa: E402  (uses this module)
