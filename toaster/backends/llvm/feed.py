@@ -243,9 +243,8 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                 b.store(b.call(calloc, [n, _i64(8)]), zeros)
                 b.store(n, zeros_cap)
 
-    def call_part(r, n, row, signs, cols, ids=None, inline=False):
-        """process_<REL>(n, rows row.. of signs and cols); STRING columns from ids (row 0).
-        inline: inlined here (the Interleaved walk calls it once per run of ~2 events)."""
+    def call_part(r, n, row, signs, cols, ids=None):
+        """process_<REL>(n, rows row.. of signs and cols); STRING columns from ids (row 0)."""
         def at(ptr, size):
             return b.gep(ptr, [b.mul(row, _i64(size))], inbounds=True, source_etype=I8)
         args = [n, at(as_ptr(word(signs, layout.data)), 1)]
@@ -256,7 +255,7 @@ def build_feed_ir(relations, logged_always: bool, has_undo: bool, error_symbols,
                 args.append(ids[j])
             else:
                 args.append(at(as_ptr(word(as_ptr(word(cols, layout.tuple_items + 8 * j)), layout.data)), item_size(t)))
-        b.call(procs[r.index], args, attrs=("alwaysinline",) if inline else ())
+        b.call(procs[r.index], args)
 
     mixed = InterleavedEmitter(SimpleNamespace(
         b=b, inner=inner, layout=layout, word=word, slot=slot, as_ptr=as_ptr, require=require,

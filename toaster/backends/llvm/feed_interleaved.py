@@ -154,7 +154,7 @@ class InterleavedEmitter:
         row = b.load(cell, typ=I64)
         b.store(b.add(row, length), cell)
         signs, cols = h.as_ptr(self._plan(plan, t, 1)), h.as_ptr(self._plan(plan, t, 2))
-        self._switch(self._plan(plan, t, 0), lambda r: h.call_part(r, length, row, signs, cols, inline=True), "ixr.part", i)
+        self._switch(self._plan(plan, t, 0), lambda r: h.call_part(r, length, row, signs, cols), "ixr.part", i)
         b.store(e, self.k)
         b.branch(head)
         b.position_at_end(done)
