@@ -32,8 +32,10 @@ tables.
 
 A map with no key (K == 0) is a single global scalar `<map>.scalar`.
 
-Trigger code updates a present key inline (find, then the value, its undo record and zero
-count) and calls `add` out of line only to insert: O2 does not inline the whole upsert.
+Trigger code updates a present small key of a one-key map inline (its direct slot, then the
+value, the undo check and the zero count; `<map>.record` writes the undo record out of line) and
+calls `add` out of line for any other key and to insert (O2 does not inline the whole upsert, and
+inlining every probe at every site cost ~40 % more JIT time on TPC-H Q5).
 
 Exported accessors per map (Python reads the tables back through them):
   <map>.count() -> i64, <map>.keys() -> ptr, <map>.vals() -> ptr, <map>.init(), <map>.destroy(),
