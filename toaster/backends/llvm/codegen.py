@@ -21,6 +21,9 @@ Entry points (external symbols):
       (undo.py)
   global overflow.site   -1, or the number of the map whose integer value overflowed (overflow.py)
 
+A relation whose delete trigger is its insert trigger negated (imperative/signed.py) gets one
+signed trigger, called per row with the row's sign (+1 / -1) instead of a branch on it.
+
 Integer `+ - *` on values and integer map additions are checked (overflow.py).
 process_<REL> ends by compacting the maps (unless a fallible table recorded an error or an
 integer overflowed: the engine then rolls the batch back, and the undo records must still find
@@ -35,6 +38,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from toaster.imperative.ir import ImpProgram, MapClear, delta_map_name
+from toaster.imperative.signed import signed_trigger
 from toaster.passes import pass_
 from toaster.types import Type, FLOAT, DATE, STRING, BOOL, date_to_int
 from toaster.backends.llvm.hashmap import NativeMap, Runtime, I1, I8, I64, F64, PTR, VOID, i64
@@ -113,6 +117,7 @@ class _ModuleGen:
             tg.body(t.body)
             tg.finish()
             self.trigger_fns.append((t, fn))
+        self.signed_fns = self._signed_triggers()
         self.entry_points = {r.name: self.process(r) for r in prog.relations}
         self.lifecycle()
         if self.undo is not None:
@@ -124,6 +129,26 @@ class _ModuleGen:
                 build_map_bulk(m)
             build_touched(self.module, self.undo, list(self.maps.values()))
             build_state_swap(self.module, list(self.maps.values()))
+
+    def _signed_triggers(self) -> dict:
+        """relation -> (trigger, function) of its signed trigger (imperative/signed.py), where its
+        delete trigger is its insert trigger negated: process_<REL> then calls it per row with
+        the row's sign instead of branching on the sign."""
+        out = {}
+        for rel in self.prog.relations:
+            ins = [t for t in self.prog.triggers if t.event.relation == rel.name and t.event.kind == "insert"]
+            dele = [t for t in self.prog.triggers if t.event.relation == rel.name and t.event.kind == "delete"]
+            st = signed_trigger(ins[0], dele[0], self.prog) if len(ins) == len(dele) == 1 else None
+            if st is None:
+                continue
+            fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in st.params]),
+                             f"trigger.{st.name}")
+            fn.linkage = "internal"
+            tg = _TriggerGen(self, fn, st.params)
+            tg.body(st.body)
+            tg.finish()
+            out[rel.name] = (st, fn)
+        return out
 
     def fallible(self) -> bool:
         """A trigger can fail at run time: a fallible string table, or checked integer arithmetic."""
@@ -215,7 +240,14 @@ class _ModuleGen:
         def call(trig, f, fields):
             b.call(f, [convert(b, v, t, p.type) for v, t, p in zip(fields, types, trig.params)])
 
-        if per_row:
+        signed = self.signed_fns.get(rel.name)
+        if per_row and signed is not None:
+            def dispatch_signed(sign, fields):
+                st, f = signed
+                b.call(f, [b.sext(sign, I64), b.sitofp(sign, F64)]
+                       + [convert(b, v, t, p.type) for v, t, p in zip(fields, types, st.params[2:])])
+            row_loop(dispatch_signed)
+        elif per_row:
             def dispatch(sign, fields):
                 ins = [(t, f) for t, f in per_row if t.event.kind == "insert"]
                 dele = [(t, f) for t, f in per_row if t.event.kind == "delete"]

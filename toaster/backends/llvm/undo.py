@@ -95,6 +95,33 @@ class UndoLog:
                 for j, w in enumerate(words):
                     b.store(w, b.gep(p, [_i64(j)], inbounds=True, source_etype=I64))
 
+    def emit_record_once_via(self, b: ir.IRBuilder, stamp_ptr, record_fn, args) -> None:
+        """emit_record_once with the record written by record_fn(args) out of line (build_record):
+        the code at every write site is the two checks only."""
+        on = b.icmp_unsigned("!=", b.load(self.on, typ=I64), _i64(0))
+        with b.if_then(on, likely=False):
+            epoch = b.load(self.epoch, typ=I64)
+            with b.if_then(b.icmp_unsigned("!=", b.load(stamp_ptr, typ=I64), epoch), likely=False):
+                b.call(record_fn, args)
+
+    def build_record(self, name: str, tag: int, nkeys: int, stamps_global) -> ir.Function:
+        """name(e, old_bits, keys...): stamp entry e with the epoch and append its record."""
+        f = ir.Function(self.module, ir.FunctionType(VOID, [I64] * (2 + nkeys)), name)
+        f.linkage = "internal"
+        f.attributes.add("noinline")
+        f.attributes.add("cold")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        e, old, keys = f.args[0], f.args[1], list(f.args[2:])
+        stamps = b.load(stamps_global, typ=PTR)
+        b.store(b.load(self.epoch, typ=I64), b.gep(stamps, [e], inbounds=True, source_etype=I64))
+        words = [_i64(tag), old] + keys
+        words.append(_i64(len(words) + 1))
+        p = b.call(self.reserve, [_i64(len(words))])
+        for j, w in enumerate(words):
+            b.store(w, b.gep(p, [_i64(j)], inbounds=True, source_etype=I64))
+        b.ret_void()
+        return f
+
     def current_stamp(self, b: ir.IRBuilder):
         """The stamp a new entry gets: the epoch while the log is on (its insert was recorded), else 0."""
         on = b.icmp_unsigned("!=", b.load(self.on, typ=I64), _i64(0))
