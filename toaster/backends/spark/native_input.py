@@ -235,7 +235,7 @@ def batch_slices(batch, parts: int, columns) -> list:
     import pyarrow as pa
     arrays = [batch.columns[j] if isinstance(batch.columns[j], (pa.Array, pa.ChunkedArray))
               else pa.array(np.asarray(batch.columns[j])) for j in columns]
-    arrays.append(pa.array(np.asarray(batch.signs, np.int64)))
+    arrays.append(pa.array(np.asarray(batch.signs, np.int8)))      # +1 / -1: one byte travels
     table = pa.table(arrays, names=[f"c{j}" for j in columns] + ["s"])
     n = table.num_rows
     bounds = [n * p // parts for p in range(parts + 1)]
