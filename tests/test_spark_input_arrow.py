@@ -111,6 +111,20 @@ def test_an_integer_sum_that_could_overflow_runs_natively_and_fails():
         _native_entries(_module(prog, "overflow"), ib, data)
 
 
+def test_a_constant_factor_counts_once_per_row_in_the_overflow_bound():
+    """{-1} * {PRIO} over many rows: the bound is the sum over rows, not the constant once."""
+    from toaster.m3.ir import Statement
+    from toaster.schema import Column, RelationDecl
+    import pyarrow as pa
+    rel = RelationDecl("R", (Column("A", INT), Column("B", INT)), "stream")
+    a, b = C.Var("A", INT), C.Var("B", INT)
+    rhs = C.AggSum((), C.Prod((C.DeltaRel("R", (a, b)), C.Value(C.Const(2 ** 61, INT)))))
+    plan = input_arrow.compile_plan([Statement("T", (), ":=", rhs)], rel, {"T": INT})
+    table = pa.table({"c0": np.arange(4), "c1": np.arange(4), "s": np.ones(4, np.int8)})
+    assert input_arrow.run_plan(plan, table.slice(0, 1), np.ones(1, np.int8))["T"][1][0] == 2 ** 61
+    assert input_arrow.run_plan(plan, table, np.ones(4, np.int8)) is None      # 2^63 would wrap
+
+
 def test_unknown_shapes_have_no_plan():
     """A function, a lift or a repeated variable: the block stays native (compile_plan: None)."""
     from toaster.m3.ir import Statement

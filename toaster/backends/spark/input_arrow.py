@@ -295,7 +295,8 @@ def _term_values(vtype, factors, rows, table, signs, cache):
             bound = mag if bound is None else bound * mag
         vals = vals * v
     # an integer product or sum the native code would check: decided there if it could overflow
-    if bound is not None and (integer or int_factors > 1) and float(np.sum(bound)) >= _LIMIT:
+    if bound is not None and (integer or int_factors > 1) and \
+            float(np.sum(np.broadcast_to(bound, np.shape(vals)))) >= _LIMIT:     # a constant counts per row
         raise _Overflow
     if np.ndim(vals) == 0:
         vals = np.full(len(signs) if rows is None else len(rows), vals)
