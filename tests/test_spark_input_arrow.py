@@ -142,3 +142,25 @@ def test_unknown_shapes_have_no_plan():
     assert plan(C.AggSum((a,), C.DeltaRel("R", (a, a)))) is None
     assert plan(C.AggSum((a,), C.Prod((d, C.Value(C.Arith("*", (a, a), INT)))))) is None   # int arithmetic
     assert np.array_equal(sorted(input_arrow.columns_of(plan(C.AggSum((a,), C.Prod((d, C.Value(b))))))), [0, 1])
+
+
+def test_a_delta_with_repeated_multi_column_keys_replays_to_the_same_map():
+    """NativeModule.touched does not deduplicate keys of several columns (a repeat carries the
+    key's final value); catch-up's setmany applies repeats idempotently: the replica equals the map."""
+    comp = compile_sql(QUERIES["nested"], mode="batch")
+    prog = comp.stage("spark")
+    nm = _module(prog, "repeats")
+    view = next(n for n, (k, _) in prog.native.map_types.items()
+                if len(k) == 2 and n in prog.native.views)
+    keys = [np.array([1, 2, 1, 3, 2]), np.array([1.0, 2.0, 1.0, 5.0, 2.0])]
+    nm.log(True)
+    nm._call_bulk(view, "addmany", [k[:3] for k in keys], np.array([1.0, 2.0, 3.0]))
+    nm._call_bulk(view, "addmany", [k[2:] for k in keys], np.array([-4.0, 6.0, 1.0]))
+    cols, vals = nm.touched(view)
+    nm.log(False)
+    want = _as_dict(*nm.entries(view))
+    assert len(want) < len(set(zip(*keys)))                  # a key summed to 0 is removed
+    twice = [np.concatenate([c, c]) for c in cols]          # every key repeated
+    nm.activate("arrow-test-repeats", 1)                     # a fresh replica of another partition
+    nm.set_entries(view, twice, np.concatenate([vals, vals]))
+    assert _as_dict(*nm.entries(view)) == want
