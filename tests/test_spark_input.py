@@ -98,6 +98,8 @@ def test_q17_shape_nested_aggregate(spark, tmp_path, monkeypatch):
     prog = _run(spark, Q17, _stream(Q17, 13, 16), 2, {"LI", "PART"}, tmp_path, monkeypatch)
     text = explain_jobs(prog)
     assert "read by the executors (each task pre-aggregates its slice natively, one stage more): LI, PART" in text
+    assert "of which evaluated by Arrow/numpy, not the native block (filters, products, one hash " \
+           "group-by: input_arrow.py): LI, PART" in text
     assert "a batch of every stream (LI, PART): 1 job(s)" in text
     views = {n for n, tag in prog.dist.tags().items() if tag.kind != "temp"}
     gathered = {x.source for t in prog.dist.triggers for b in t.blocks if b.mode == "exchange"

@@ -53,6 +53,10 @@ def explain_jobs(program: SparkProgram) -> str:
     if executors:
         lines.append("batch input read by the executors (each task pre-aggregates its slice natively, "
                      "one stage more): " + ", ".join(executors))
+        arrow = [r for r in executors if inputs[r].plan is not None]
+        if arrow:
+            lines.append("  of which evaluated by Arrow/numpy, not the native block (filters, products, "
+                         "one hash group-by: input_arrow.py): " + ", ".join(arrow))
     if driver:
         lines.append("batch input pre-aggregated on the driver (its first block is not a linear "
                      "pre-aggregation scattered to the executors): " + ", ".join(driver))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toaster.backends.spark.input_arrow import columns_of, compile_plan, run_plan
 from toaster.calculus import ir as C
 from toaster.dist.ir import Exchange, delta_map_name, map_names
 
@@ -40,6 +41,7 @@ class InputBlock:
     delta: str          # DELTA_<relation>
     writes: tuple       # the temps it fills (each only Scattered by the trigger)
     columns: tuple = ()     # the batch's column positions it reads (the others never travel)
+    plan: tuple | None = None   # input_arrow's plan of the block (None: it runs natively)
 
 
 # ------------------------------------------------------------------ compile time
@@ -92,8 +94,12 @@ def input_blocks(prog, lowered: dict) -> dict:
             continue
         if _read_later(trig.blocks[1:], set(writes) | {delta}) or not _scattered_next(trig.blocks, set(writes)):
             continue
-        arity = len(next(r for r in prog.relations if r.name == rel).columns)
-        out[rel] = InputBlock(rel, code.name, delta, writes, _columns_read(code.body, delta, arity))
+        decl = next(r for r in prog.relations if r.name == rel)
+        columns = _columns_read(code.body, delta, len(decl.columns))
+        plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes})
+        if plan is not None and not columns_of(plan) <= set(columns):
+            plan = None
+        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan)
     return out
 
 
@@ -229,7 +235,7 @@ def batch_slices(batch, parts: int, columns) -> list:
     import pyarrow as pa
     arrays = [batch.columns[j] if isinstance(batch.columns[j], (pa.Array, pa.ChunkedArray))
               else pa.array(np.asarray(batch.columns[j])) for j in columns]
-    arrays.append(pa.array(np.asarray(batch.signs, np.int64)))
+    arrays.append(pa.array(np.asarray(batch.signs, np.int8)))      # +1 / -1: one byte travels
     table = pa.table(arrays, names=[f"c{j}" for j in columns] + ["s"])
     n = table.num_rows
     bounds = [n * p // parts for p in range(parts + 1)]
@@ -276,7 +282,7 @@ def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None,
     receives the temps named in `spread` as task p produced them (not split by partition), or,
     with `lead_reads_records`, the records the driver scattered to partition p."""
     slices = {ib.block: delta.slices(parts, ib.columns) for ib, delta, _, _ in inputs}
-    work = [(ib.block, ib.delta, ib.writes, scatters) for ib, _, scatters, _ in inputs]
+    work = [(ib.block, ib.delta, ib.writes, scatters, ib.plan) for ib, _, scatters, _ in inputs]
     elements = [(p, (scattered[p], {b: s[p] for b, s in slices.items() if s[p] is not None}))
                 for p in range(parts)]
     return sc.parallelize(elements, parts).mapPartitionsWithIndex(
@@ -292,7 +298,7 @@ def run_on_driver(nm, inputs: list, parts: int, scattered: list) -> None:
     for ib, delta, scatters, _ in inputs:
         data = delta.slices(1, ib.columns)[0]
         if data is not None:
-            _run_input(nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [])
+            _run_input(lambda: nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
     for d, recs in out.items():
         scattered[d].extend(recs)
 
@@ -323,18 +329,29 @@ def _read_slice(data: bytes, key_types):
     return cols, table.column("s").to_numpy()
 
 
-def _run_input(nm, data: bytes, block: str, delta: str, scatters, parts_n: int, spread, out: dict,
-               kept: list) -> None:
+def _run_input(get_nm, data: bytes, block: str, delta: str, scatters, parts_n: int, spread, out: dict,
+               kept: list, plan=None) -> None:
     """One input block over one slice: its temps split by their Scatters' partitions into `out`
-    (dest -> records), or kept whole in `kept` when the lead stage's spread blocks read them."""
+    (dest -> records), or kept whole in `kept` when the lead stage's spread blocks read them.
+    With a `plan` (input_arrow) the block is evaluated by Arrow over the slice's columns, else
+    (or when an integer sum could overflow) by the native partition program (`get_nm()`)."""
     from toaster.backends.spark.native_state import _split
-    cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
-    nm.add(delta, [(cols, signs)])
-    for n in nm.pp.fresh[block]:
-        nm.add(n, ())
-    nm.run_block(block)
+    result = None
+    if plan is not None:
+        import pyarrow as pa
+        table = pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+        result = run_plan(plan, table, table.column("s").to_numpy())
+    if result is None:
+        nm = get_nm()
+        cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
+        nm.add(delta, [(cols, signs)])
+        for n in nm.pp.fresh[block]:
+            nm.add(n, ())
+        nm.run_block(block)
+        result = {source: nm.entries(source) for _, source, _ in scatters}
+        nm.add(delta, ())          # the slice is not kept
     for target, source, positions in scatters:
-        kcols, vals = nm.entries(source)
+        kcols, vals = result[source]
         if not len(vals):
             continue
         if target in spread:   # read here by the lead stage's spread blocks
@@ -342,7 +359,6 @@ def _run_input(nm, data: bytes, block: str, delta: str, scatters, parts_n: int, 
             continue
         for d, c, v in _split(kcols, vals, positions, parts_n):
             out.setdefault(d, []).append((target, c, v))
-    nm.add(delta, ())          # the slice is not kept
 
 
 def input_task(spec: dict, inputs: list, lead=None, spread=frozenset(), lead_reads_records=False):
@@ -356,18 +372,21 @@ def input_task(spec: dict, inputs: list, lead=None, spread=frozenset(), lead_rea
     def run(p, elements):
         out: dict = {}
         kept: list = []
-        nm = None
+        held = []
+
+        def get_nm():          # the partition program, only when a block runs natively
+            if not held:
+                held.append(nx.module_for(spec))
+                held[0].activate(store, p)
+            return held[0]
         for q, (records, slices) in elements:
             if records:
                 (kept if lead_reads_records else out.setdefault(q, [])).extend(records)
-            for block, delta, writes, scatters in inputs:
+            for block, delta, writes, scatters, plan in inputs:
                 data = slices.get(block)
                 if data is None:
                     continue
-                if nm is None:
-                    nm = nx.module_for(spec)
-                    nm.activate(store, p)
-                _run_input(nm, data, block, delta, scatters, parts_n, spread, out, kept)
+                _run_input(get_nm, data, block, delta, scatters, parts_n, spread, out, kept, plan)
         if lead is not None:
             for d, recs in lead(p, iter([(p, kept)] if kept else ())):
                 out.setdefault(d, []).extend(recs)
