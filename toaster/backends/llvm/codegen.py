@@ -110,13 +110,7 @@ class _ModuleGen:
         install_masks(self.module, self.maps, self.rix_rebuilt, prog)     # range indexes keep their used levels
         self.trigger_fns = []
         for t in prog.triggers:
-            fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),
-                             f"trigger.{t.name}")
-            fn.linkage = "internal"
-            tg = _TriggerGen(self, fn, t.params)
-            tg.body(t.body)
-            tg.finish()
-            self.trigger_fns.append((t, fn))
+            self.trigger_fns.append((t, self._trigger_function(t)))
         self.signed_fns = self._signed_triggers()
         self.entry_points = {r.name: self.process(r) for r in prog.relations}
         self.lifecycle()
@@ -130,6 +124,16 @@ class _ModuleGen:
             build_touched(self.module, self.undo, list(self.maps.values()))
             build_state_swap(self.module, list(self.maps.values()))
 
+    def _trigger_function(self, t) -> ir.Function:
+        """trigger.<name>: an internal function of the trigger's parameters running its body."""
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in t.params]),
+                         f"trigger.{t.name}")
+        fn.linkage = "internal"
+        tg = _TriggerGen(self, fn, t.params)
+        tg.body(t.body)
+        tg.finish()
+        return fn
+
     def _signed_triggers(self) -> dict:
         """relation -> (trigger, function) of its signed trigger (imperative/signed.py), where its
         delete trigger is its insert trigger negated: process_<REL> then calls it per row with
@@ -141,13 +145,7 @@ class _ModuleGen:
             st = signed_trigger(ins[0], dele[0], self.prog) if len(ins) == len(dele) == 1 else None
             if st is None:
                 continue
-            fn = ir.Function(self.module, ir.FunctionType(VOID, [repr_type(p.type) for p in st.params]),
-                             f"trigger.{st.name}")
-            fn.linkage = "internal"
-            tg = _TriggerGen(self, fn, st.params)
-            tg.body(st.body)
-            tg.finish()
-            out[rel.name] = (st, fn)
+            out[rel.name] = (st, self._trigger_function(st))
         return out
 
     def fallible(self) -> bool:

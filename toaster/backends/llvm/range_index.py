@@ -165,6 +165,24 @@ def _umin(b, x, y):
     return b.select(b.icmp_unsigned("<", x, y), x, y)
 
 
+def _side_start(m, gs, blocks, side, split, leaf, end, end_node, inside):
+    """One side's first value, a phi at block `<side>start`: the whole child of the split node
+    that holds `end` (block `<side>whole`), or `end`'s leaf node if its one key is `inside` `end`
+    (block `<side>leaf`)."""
+    b = ir.IRBuilder(blocks[side + "whole"])
+    v_whole = b.call(m.get_fn, gs + [split, b.lshr(end, split)])
+    b.branch(blocks[side + "start"])
+    b = ir.IRBuilder(blocks[side + "leaf"])
+    v_leaf = b.call(m.get_fn, gs + [leaf, end_node])
+    v_leaf = b.select(b.icmp_unsigned(inside, leaf_key(b, m, gs, leaf, end_node), end), v_leaf, m.zero())
+    b.branch(blocks[side + "start"])
+    b = ir.IRBuilder(blocks[side + "start"])
+    phi = b.phi(m.vty)
+    phi.add_incoming(v_whole, blocks[side + "whole"])
+    phi.add_incoming(v_leaf, blocks[side + "leaf"])
+    return phi
+
+
 def _build_interval(m):
     """rix.interval.M(lo, hi, groups..): the sum over lo <= key <= hi (python: rix_interval).
     A side whose end is the start (lo) / end (hi) of its child of the split node is that child's
@@ -199,29 +217,11 @@ def _build_interval(m):
     lwhole = b.icmp_unsigned("==", b.and_(ul, low_bits), i64(0))
     rwhole = b.icmp_unsigned("==", b.and_(uh, low_bits), low_bits)
     b.cbranch(lwhole, blocks["lwhole"], blocks["lleaf"])
-    b = ir.IRBuilder(blocks["lwhole"])
-    v_lw = b.call(m.get_fn, gs + [split, b.lshr(ul, split)])
-    b.branch(blocks["lstart"])
-    b = ir.IRBuilder(blocks["lleaf"])
-    v_ll = b.call(m.get_fn, gs + [leaf, lo_node])
-    v_ll = b.select(b.icmp_unsigned(">=", leaf_key(b, m, gs, leaf, lo_node), ul), v_ll, m.zero())
-    b.branch(blocks["lstart"])
+    left0 = _side_start(m, gs, blocks, "l", split, leaf, ul, lo_node, ">=")
     b = ir.IRBuilder(blocks["lstart"])
-    left0 = b.phi(m.vty)
-    left0.add_incoming(v_lw, blocks["lwhole"])
-    left0.add_incoming(v_ll, blocks["lleaf"])
     b.cbranch(rwhole, blocks["rwhole"], blocks["rleaf"])
-    b = ir.IRBuilder(blocks["rwhole"])
-    v_rw = b.call(m.get_fn, gs + [split, b.lshr(uh, split)])
-    b.branch(blocks["rstart"])
-    b = ir.IRBuilder(blocks["rleaf"])
-    v_rl = b.call(m.get_fn, gs + [leaf, hi_node])
-    v_rl = b.select(b.icmp_unsigned("<=", leaf_key(b, m, gs, leaf, hi_node), uh), v_rl, m.zero())
-    b.branch(blocks["rstart"])
+    right0 = _side_start(m, gs, blocks, "r", split, leaf, uh, hi_node, "<=")
     b = ir.IRBuilder(blocks["rstart"])
-    right0 = b.phi(m.vty)
-    right0.add_incoming(v_rw, blocks["rwhole"])
-    right0.add_incoming(v_rl, blocks["rleaf"])
     start = _add(b, m, left0, right0)
     b.branch(blocks["loop"])
     b = ir.IRBuilder(blocks["loop"])
