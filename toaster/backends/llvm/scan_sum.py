@@ -21,6 +21,7 @@ from toaster.types import BOOL, DATE, FLOAT, INT, Type
 
 _SAFE_LITERALS = (FLOAT, INT, BOOL, DATE)
 _COMPARE = ("=", "!=", "<", "<=", ">", ">=")
+SUM_TYPES = (FLOAT, INT)
 
 
 def _pure(e, acc: str) -> bool:
@@ -55,7 +56,7 @@ def branch_free_sum(loop: ForEach):
         return None
     acc = then[-1].var
     match then[-1].value:
-        case BinOp("+", LocalRef(name, _), term, t) if name == acc.name and t == FLOAT and acc.type == FLOAT:
+        case BinOp("+", LocalRef(name, _), term, t) if name == acc.name and t == acc.type and t in SUM_TYPES:
             pass
         case _:
             return None

@@ -378,8 +378,12 @@ class _TriggerGen:
         for d in decls:
             self.stmt(d)
         ok = b.and_(m.is_nonzero(b, v), self.typed(cond, BOOL))
-        add = b.select(ok, self.typed(term, FLOAT), ir.Constant(F64, -0.0))
-        b.store(b.fadd(b.load(acc_slot, typ=F64), add, flags=("reassoc",)), acc_slot)
+        if acc.type == FLOAT:
+            add = b.select(ok, self.typed(term, FLOAT), ir.Constant(F64, -0.0))
+            b.store(b.fadd(b.load(acc_slot, typ=F64), add, flags=("reassoc",)), acc_slot)
+        else:       # checked, in order: adding 0 never overflows, so the same additions overflow
+            add = b.select(ok, self.typed(term, INT), i64(0))
+            b.store(self.g.overflow.arith(b, "+", b.load(acc_slot, typ=I64), add, self.blame), acc_slot)
         self.scopes.pop()
         b.store(b.add(e, i64(1)), ctr)
         b.branch(head)
