@@ -41,6 +41,13 @@ def test_which_loops_are_branch_free_sums():
     assert branch_free_sum(_loop(BinOp(">", K, ACC, BOOL), (_sum(V),))) is None
     assert branch_free_sum(_loop(above, (Assign(n, BinOp("+", n, n, INT)),))) is None
     assert branch_free_sum(_loop(above, (_sum(V), _sum(V)))) is None
+    # an INT sum: checked arithmetic that is 0 where the entry is skipped (its value read as 0)
+    c, total = LocalRef("c", INT), LocalRef("count", INT)
+    count = ForEach("N", (None,), (K,), c, (If(above, (Declare(n, BinOp("*", Lit(-1, INT), c, INT)),
+                                                        Assign(total, BinOp("+", total, n, INT)))),))
+    assert branch_free_sum(count) is not None
+    squared = ForEach("N", (None,), (K,), c, (If(above, (Assign(total, BinOp("+", total, BinOp("*", c, c, INT), INT)),)),))
+    assert branch_free_sum(squared) is None
 
 
 STREAMS = ("CREATE STREAM T(K int, V int, P float) FROM FILE 't.csv' LINE DELIMITED CSV;\n"

@@ -24,8 +24,12 @@ _COMPARE = ("=", "!=", "<", "<=", ">", ">=")
 SUM_TYPES = (FLOAT, INT)
 
 
-def _pure(e, acc: str) -> bool:
-    """e cannot fail or write (safe to evaluate for any entry) and does not read the sum `acc`."""
+def _pure(e, acc: str, zero=frozenset()) -> bool:
+    """e cannot fail or write (safe to evaluate for any entry) and does not read the sum `acc`.
+    zero: locals that are 0 for the entries an INT sum skips (its value, zeroed there): checked
+    integer arithmetic that is then 0 too (`-1 * v`) cannot overflow on a skipped entry."""
+    if zero and _zero_at_skipped(e, zero):
+        return not _locals_read(e) & {acc}
     match e:
         case LocalRef(name, _):
             return name != acc
@@ -45,6 +49,26 @@ def _pure(e, acc: str) -> bool:
     return False
 
 
+def _zero_at_skipped(e, zero) -> bool:
+    match e:
+        case LocalRef(name, _):
+            return name in zero
+        case BinOp("*", Lit(_, t), other, _) | BinOp("*", other, Lit(_, t), _) if t in (INT, FLOAT):
+            return _zero_at_skipped(other, zero)
+        case BinOp("+" | "-", l, r, _):
+            return _zero_at_skipped(l, zero) and _zero_at_skipped(r, zero)
+    return False
+
+
+def _locals_read(e) -> set:
+    match e:
+        case LocalRef(name, _):
+            return {name}
+        case BinOp(_, l, r, _):
+            return _locals_read(l) | _locals_read(r)
+    return set()
+
+
 def branch_free_sum(loop: ForEach):
     """(cond, declares, acc, term) when the loop's body is `if (cond) { declares; acc = acc +
     term; }` with cond, the declares and term pure, acc a FLOAT local of the enclosing code
@@ -62,8 +86,14 @@ def branch_free_sum(loop: ForEach):
             return None
     bound = {loop.value_var.name} | {k.name for k in loop.key_vars if k is not None}
     decls = then[:-1]
-    if acc.name in bound or not _pure(cond, acc.name) or not _pure(term, acc.name):
+    if acc.name in bound or not _pure(cond, acc.name):
         return None
-    if any(not isinstance(d, Declare) or d.var.name == acc.name or not _pure(d.init, acc.name) for d in decls):
+    zero = {loop.value_var.name} if acc.type == INT else set()
+    for d in decls:
+        if not isinstance(d, Declare) or d.var.name == acc.name or not _pure(d.init, acc.name, zero):
+            return None
+        if zero and _zero_at_skipped(d.init, zero):
+            zero.add(d.var.name)
+    if not _pure(term, acc.name, zero):
         return None
     return cond, decls, acc, term

@@ -375,9 +375,11 @@ class _TriggerGen:
         for j, kv in enumerate(s.key_vars):     # every key of entries [0, count) is readable
             if kv is not None:
                 self.bind(kv, decode_key(b, m.key_at(b, keys_ptr, e, j), m.spec.key_types[j]), m.spec.key_types[j])
+        ok = b.and_(m.is_nonzero(b, v), self.typed(cond, BOOL))
+        if acc.type == INT:     # a skipped entry's value reads as 0 (scan_sum._pure: no overflow there)
+            self.bind(s.value_var, b.select(ok, v, ir.Constant(v.type, 0)), m.spec.value_type)
         for d in decls:
             self.stmt(d)
-        ok = b.and_(m.is_nonzero(b, v), self.typed(cond, BOOL))
         if acc.type == FLOAT:
             add = b.select(ok, self.typed(term, FLOAT), ir.Constant(F64, -0.0))
             b.store(b.fadd(b.load(acc_slot, typ=F64), add, flags=("reassoc",)), acc_slot)
