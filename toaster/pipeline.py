@@ -4,7 +4,7 @@
     python -m toaster.pipeline Q.sql --dump-ir all
 
 Front end (shared):  parse_sql resolve_sql sql_to_calc simplify_calc calc_to_m3
-Local branch:        m3_range_index m3_view_cache m3_batch_delta m3_factorize m3_to_k3 k3_fuse k3_cse k3_to_imp imp_guard_loops imp_accumulate_loops imp_fuse_loops imp_verify imp_to_llvm
+Local branch:        m3_range_index m3_view_cache m3_batch_delta m3_factorize m3_to_k3 k3_fuse k3_cse k3_to_imp imp_guard_loops imp_scalar_copies imp_accumulate_loops imp_fuse_loops imp_verify imp_to_llvm
 Distributed branch:  m3_to_dist dist_simplify dist_blocks dist_fuse dist_to_spark  (batch-mode M3)
 
 Each branch is the front end followed by the branch's passes; the distributed branch always
@@ -34,7 +34,7 @@ class Branch:
 FRONT = ("parse_sql", "resolve_sql", "sql_to_calc", "simplify_calc", "calc_to_m3")
 BRANCHES = {
     "local": Branch("local", ("m3_range_index", "m3_view_cache", "m3_batch_delta", "m3_factorize", "m3_to_k3", "k3_fuse", "k3_cse", "k3_to_imp", "imp_guard_loops",
-                              "imp_accumulate_loops", "imp_fuse_loops", "imp_verify",
+                              "imp_scalar_copies", "imp_accumulate_loops", "imp_fuse_loops", "imp_verify",
                               "imp_to_llvm"),
                     description="M3 -> K3 -> imperative IR -> LLVM IR (JIT-compiled native code)"),
     "distributed": Branch("distributed", ("m3_to_dist", "dist_simplify", "dist_blocks", "dist_fuse",
@@ -55,7 +55,7 @@ SUFFIX_STAGES = {".sql": "sql", ".m3": "m3", ".k3": "k3", ".imp": "imp"}
 # imports a local compilation does without: Compilation builds that branch when first asked)
 _LOCAL_PASS_MODULES = ["toaster.frontend.passes", "toaster.calculus.passes", "toaster.m3.passes", "toaster.m3.batch_delta",
                        "toaster.m3.view_cache", "toaster.m3.range_index", "toaster.m3.factorize", "toaster.k3.from_m3", "toaster.k3.passes", "toaster.imperative.from_k3",
-                       "toaster.imperative.guard", "toaster.imperative.accumulate", "toaster.imperative.fuse_loops", "toaster.imperative.passes", "toaster.backends.llvm.codegen"]
+                       "toaster.imperative.guard", "toaster.imperative.scalar_copies", "toaster.imperative.accumulate", "toaster.imperative.fuse_loops", "toaster.imperative.passes", "toaster.backends.llvm.codegen"]
 _DIST_PASS_MODULES = ["toaster.dist.placement", "toaster.dist.simplify", "toaster.dist.blocks", "toaster.backends.spark.codegen"]
 _PASS_MODULES = _LOCAL_PASS_MODULES + _DIST_PASS_MODULES
 

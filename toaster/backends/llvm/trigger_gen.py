@@ -16,6 +16,7 @@ from toaster.backends.llvm.hashmap import NativeMap, I1, I8, I64, F64, PTR, i64
 from toaster.backends.llvm.strings import StringTable, RANK
 from toaster.backends.llvm.natives import float_to_int, native_call
 from toaster.backends.llvm.range_index import masked_update
+from toaster.backends.llvm.scan_sum import branch_free_sum
 from toaster.m3.range_index import LEVELS_MAP
 from toaster.runtime.int64 import blame_maps, imp_writes
 
@@ -24,6 +25,7 @@ ARITH = ("+", "-", "*", "/")
 COMPARE = ("=", "!=", "<", "<=", ">", ">=")
 PY_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 INT_LIKE = (INT, DATE)
+BRANCH_FREE_SUMS = True    # scan_sum (A/B switch for bench)
 
 
 
@@ -314,6 +316,8 @@ class _TriggerGen:
         idx = m.index_for(bound) if bound else None
         if idx is not None:
             self.chain_loop(m, idx, [bvals[j] for j in m.index_sets[idx]], visit)
+        elif not bvals and BRANCH_FREE_SUMS and (found := branch_free_sum(s)) is not None:
+            self.scan_sum(m, s, *found)
         else:
             # full scan; bound positions without an index are filtered here
             self.scan_loop(m, bvals, visit)
@@ -342,6 +346,47 @@ class _TriggerGen:
             ok = b.and_(ok, b.icmp_unsigned("==", m.key_at(b, keys_ptr, e, j), k))
         with b.if_then(ok):
             visit(keys_ptr, e, v)
+        b.store(b.add(e, i64(1)), ctr)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def scan_sum(self, m: NativeMap, s: ForEach, cond, decls, acc: LocalRef, term):
+        """A full scan that only adds a pure float term of the entries passing a pure test into
+        a local (scan_sum.py): per entry, with no branch, `acc = acc + (live and cond ? term :
+        -0.0)` (-0.0 adds nothing, even to -0.0), the adds marked `reassoc`: LLVM vectorizes the
+        loop with several partial sums, no longer bound by one add's latency (PSP's sum of
+        prices over its ~20 volumes per event)."""
+        b = self.b
+        count = b.load(m.g_count, typ=I64)
+        keys_ptr = b.load(m.g_keys, typ=PTR)
+        acc_slot, _ = self.lookup(acc.name)
+        ctr = self._counter("sum.e", i64(0))
+        head = self.fn.append_basic_block("sum.head")
+        body = self.fn.append_basic_block("sum.body")
+        done = self.fn.append_basic_block("sum.done")
+        b.branch(head)
+        b.position_at_end(head)
+        e = b.load(ctr, typ=I64)
+        b.cbranch(b.icmp_signed("<", e, count), body, done)
+        b.position_at_end(body)
+        v = m.val_at(b, e)
+        self.scopes.append({})
+        self.bind(s.value_var, v, m.spec.value_type)
+        for j, kv in enumerate(s.key_vars):     # every key of entries [0, count) is readable
+            if kv is not None:
+                self.bind(kv, decode_key(b, m.key_at(b, keys_ptr, e, j), m.spec.key_types[j]), m.spec.key_types[j])
+        ok = b.and_(m.is_nonzero(b, v), self.typed(cond, BOOL))
+        if acc.type == INT:     # a skipped entry's value reads as 0 (scan_sum._pure: no overflow there)
+            self.bind(s.value_var, b.select(ok, v, ir.Constant(v.type, 0)), m.spec.value_type)
+        for d in decls:
+            self.stmt(d)
+        if acc.type == FLOAT:
+            add = b.select(ok, self.typed(term, FLOAT), ir.Constant(F64, -0.0))
+            b.store(b.fadd(b.load(acc_slot, typ=F64), add, flags=("reassoc",)), acc_slot)
+        else:       # checked, in order: adding 0 never overflows, so the same additions overflow
+            add = b.select(ok, self.typed(term, INT), i64(0))
+            b.store(self.g.overflow.arith(b, "+", b.load(acc_slot, typ=I64), add, self.blame), acc_slot)
+        self.scopes.pop()
         b.store(b.add(e, i64(1)), ctr)
         b.branch(head)
         b.position_at_end(done)
