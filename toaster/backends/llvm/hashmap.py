@@ -158,6 +158,8 @@ class NativeMap:
             self._build_get()
             self._build_clear()
             self._build_compact()
+        # hashmap_access builds on this module's constants: imported here, not at module level
+        from toaster.backends.llvm.hashmap_access import build_accessors, build_load
         build_accessors(self)
         build_load(self)
 
@@ -595,6 +597,3 @@ class NativeMap:
 
     def val_at(self, b, e):
         return b.load(self._elem_ptr(b, b.load(self.g_vals, typ=PTR), e, self.vty), typ=self.vty)
-
-
-from toaster.backends.llvm.hashmap_access import build_accessors, build_load  # noqa: E402  (uses this module)
