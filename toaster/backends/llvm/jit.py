@@ -94,7 +94,8 @@ def jit_cpu() -> tuple[str, str]:
     if choice == "generic":
         return "", ""
     if choice != "host":
-        raise ValueError(f"{JIT_CPU_ENV} must be 'host' or 'generic', not {choice!r}")
+        from toaster.errors import UsageError
+        raise UsageError(f"{JIT_CPU_ENV} must be 'host' or 'generic', not {choice!r}")
     _init_llvm()
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
