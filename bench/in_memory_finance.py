@@ -125,7 +125,9 @@ def measure_finance_query(text: str, es, repeats: int, limit=None) -> dict:
 
 
 def finance_table(rows: dict, command: str, load: tuple, repeats: int) -> str:
-    out = [f"Finance queries in memory, llvm; `{command}`; medians of {repeats} fresh engines, CPU time; "
+    from toaster.backends.llvm.jit import jit_cpu
+    cpu = jit_cpu()[0] or "generic"
+    out = [f"Finance queries in memory, llvm (JIT CPU {cpu}); `{command}`; medians of {repeats} fresh engines, CPU time; "
            f"load average before/after {load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} CPUs. "
            "Tuple: the stream as Interleaved pieces of 1,000 events (a Batch per relation + a tag per event), "
            "one apply_many call, triggers fired per event natively; tuple as runs: the stream as runs of "

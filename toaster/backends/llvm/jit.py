@@ -78,6 +78,28 @@ def run_opt_level(reads, base_dir: str | None) -> int:
 # accessors) and all they reach stay at the requested level.
 COLD_EXPORTS = re.compile(r"\.(compact|load|init|destroy|count|keys|vals)$"
                           r"|^toaster\.(init|destroy|compact|rollback)$")
+# The CPU the machine code targets: "host" (default) is this machine's CPU and features (LLVM's
+# host detection: AVX2 / AVX-512 where present, so the branch-free scan sums of scan_sum.py
+# vectorize 4-8 wide instead of SSE2's 2); "generic" (TOASTER_JIT_CPU=generic) is the baseline
+# x86-64 code of earlier versions, for reproducible timings across machines. Part of the
+# machine-code cache key, so a cache shared by machines never hands one CPU another's code.
+JIT_CPU_ENV = "TOASTER_JIT_CPU"
+
+
+def jit_cpu() -> tuple[str, str]:
+    """(cpu name, feature string) the JIT targets: the host's, or ("", "") under
+    TOASTER_JIT_CPU=generic (LLVM's generic CPU of the process triple)."""
+    import os
+    choice = os.environ.get(JIT_CPU_ENV, "host").strip().lower()
+    if choice == "generic":
+        return "", ""
+    if choice != "host":
+        from toaster.errors import UsageError
+        raise UsageError(f"{JIT_CPU_ENV} must be 'host' or 'generic', not {choice!r}")
+    _init_llvm()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
 # bumped when what the JIT does to a given IR text changes: part of the machine-code cache key
 JIT_POLICY = "cold-optnone-1"
 
@@ -129,12 +151,13 @@ def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = 
         extra.verify()
         mod.link_in(extra)
     cached = None
+    cpu, features = jit_cpu()
     if object_cache is not None:
         import hashlib
         import llvmlite
         import os
         key = hashlib.sha256(f"{llvmlite.__version__}|{llvm.llvm_version_info}|{llvm.get_process_triple()}|"
-                             f"{JIT_POLICY}|{opt_level}|".encode() + ir_text.encode()
+                             f"{JIT_POLICY}|{opt_level}|{cpu}|{features}|".encode() + ir_text.encode()
                              + "".join(extra_ir).encode()).hexdigest()
         cache_path = os.path.join(object_cache, f"{key}.o")
         try:
@@ -147,7 +170,7 @@ def compile_module(ir_text: str, opt_level: int = 2, object_cache: str | None = 
         if f.is_declaration and f.name not in Runtime.NAMES + FEED_EXTERNAL and not f.name.startswith("llvm."):
             raise RuntimeError(f"generated LLVM IR calls an unknown external function {f.name!r}")
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    tm = target.create_target_machine(opt=opt_level)
+    tm = target.create_target_machine(cpu=cpu, features=features, opt=opt_level)
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
     if opt_level > 0 and cached is None:
