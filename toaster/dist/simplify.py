@@ -16,7 +16,7 @@ from __future__ import annotations
 from toaster.calculus import ir as C
 from toaster.m3.ir import Statement
 from toaster.passes import pass_
-from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, TRANSFORMERS, DistStatement,
+from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, Broadcast, TRANSFORMERS, DistStatement,
                                             Block, DistTrigger, DistProgram, IllFormed, tag_of, map_names,
                                             statement_tag_ok, transformer_count)
 
@@ -32,7 +32,8 @@ def _nodes(e):
         case C.Prod(fs) | C.Sum(fs):
             for f in fs:
                 yield from _nodes(f)
-        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q) | C.Extremum(_, _, _, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q) \
+                | C.Extremum(_, _, _, q):
             yield from _nodes(q)
 
 
@@ -117,6 +118,8 @@ def simplify_expr(e, maps):
             e = Scatter(ps, simplify_expr(q, maps))
         case Gather(q):
             e = Gather(simplify_expr(q, maps))
+        case Broadcast(q):
+            e = Broadcast(simplify_expr(q, maps))
         case C.Prod(fs):
             e = C.Prod(tuple(simplify_expr(f, maps) for f in fs))
         case C.Sum(ts):
