@@ -16,7 +16,7 @@ from __future__ import annotations
 from toaster.calculus import ir as C
 from toaster.m3.ir import Statement
 from toaster.passes import pass_
-from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, Broadcast, TRANSFORMERS, DistStatement,
+from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, Broadcast, TRANSFORMERS, MOVES, DistStatement,
                                             Block, DistTrigger, DistProgram, IllFormed, tag_of, map_names,
                                             statement_tag_ok, transformer_count)
 
@@ -82,10 +82,10 @@ def _rewrite_once(e, maps):
         case C.Prod(fs):
             for i in range(len(fs) - 1):
                 a, b = fs[i], fs[i + 1]
-                if type(a) is type(b) and isinstance(a, TRANSFORMERS) and getattr(a, "parts", None) == getattr(b, "parts", None):
+                if type(a) is type(b) and isinstance(a, MOVES) and getattr(a, "parts", None) == getattr(b, "parts", None):
                     return _with(fs, i, _rebuild(a, C.mk_prod([a.expr, b.expr])), drop=i + 1)
             for i, a in enumerate(fs):
-                if not isinstance(a, TRANSFORMERS):
+                if not isinstance(a, MOVES):
                     continue
                 outs = dist_schema(a.expr, set())[1]
                 for j in range(i + 1, len(fs)):
@@ -107,6 +107,8 @@ def _rebuild(t, body):
             return Repart(ps, body)
         case Scatter(ps, _):
             return Scatter(ps, body)
+        case Broadcast(_):
+            return Broadcast(body)
     return Gather(body)
 
 
