@@ -34,17 +34,16 @@ views give back the values they had (IndexedMap.undo).
 """
 from __future__ import annotations
 
-import csv
 import itertools
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
 
 from toaster.backends.spark import native, native_input, native_state, state, worker
 from toaster.backends.spark.job_plan import JobRunner
+from toaster.backends.spark.submit import run_main  # noqa: F401  (generated programs import it from here)
 from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
@@ -594,33 +593,3 @@ def last_job_id(sc) -> int:
         return dag.nextJobId() - 1
     ids = sc.statusTracker()._jtracker.getJobIdsForGroup(None)
     return sc._jvm.java.util.Arrays.stream(ids).max().orElse(-1)
-
-
-_PARSE = {"int": int, "date": lambda s: int(s.replace("-", "")), "float": float, "string": str,
-          "bool": lambda s: s.strip().lower() in ("1", "true", "t")}
-
-
-def run_main(program_cls, argv=None) -> None:
-    """`spark-submit prog.py [--checkpoint-dir DIR] REL=file.csv ...`: each file is one batch of
-    inserts (a leading column of +1/-1 signs when the file has one column more than the relation)."""
-    from toaster.backends.spark.session import get_spark
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ckpt = None
-    if argv[:1] == ["--checkpoint-dir"]:
-        ckpt, argv = argv[1], argv[2:]
-    prog = program_cls(get_spark().sparkContext, checkpoint_dir=ckpt)
-    for arg in argv:
-        rel, _, path = arg.partition("=")
-        rel = rel.upper()
-        types = program_cls.RELATION_TYPES[rel]
-        delta = {}
-        with open(path, newline="") as f:
-            for row in csv.reader(f):
-                sign = 1
-                if len(row) == len(types) + 1:
-                    sign, row = int(row[0]), row[1:]
-                key = tuple(_PARSE[t](v) for t, v in zip(types, row))
-                delta[key] = delta.get(key, 0) + sign
-        prog.apply_delta(rel, {k: v for k, v in delta.items() if v != 0})
-    for name in program_cls.LOCAL_MAPS + tuple(program_cls.DIST_MAPS):
-        print(name, sorted(prog.read_map(name).items()))
