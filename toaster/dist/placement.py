@@ -305,9 +305,21 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
         else:
             rest.append((f, kind))
     parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
-    for f, kind in rest:
+    for i, (f, kind) in enumerate(rest):
         if kind == "repl":
+            if isinstance(tag, (Dist, Replicated)) or tag is None:    # joins where the rest lies
+                parts.append(f)
+                tag = tag or REPLICATED
+                bound |= set(f.vars)
+                continue
+            if any(k in ("pure", "nested") and set(f.vars) & C.all_vars(g) - bound for g, k in rest[i + 1:]):
+                return None          # a later factor reads what it binds: it cannot move to the end
             repl.append(f)
+            continue
+        if kind == "dist" and isinstance(tag, Replicated):            # the replicated part joins it in place
+            parts.append(f)
+            tag = map_ref_tag(f, maps)
+            bound |= set(f.vars)
             continue
         if kind == "pure":
             parts.append(f)
