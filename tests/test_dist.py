@@ -14,7 +14,7 @@ from toaster.dist.printer import print_dist
 from toaster.backends.spark import worker
 from toaster.dist.blocks import dist_blocks, dist_fuse, fuse_blocks
 from toaster.backends.spark.codegen import dist_to_spark
-from toaster.dist.ir import (LOCAL, RANDOM, Dist, Local, Random, DistMap, DistStatement, Exchange, Block,
+from toaster.dist.ir import (LOCAL, RANDOM, Dist, Local, Random, Replicated, DistMap, DistStatement, Exchange, Block,
                                             Repart, Scatter, Gather, IllFormed, tag_of, verify, transformer_count)
 from toaster.backends.spark.engine import load_program_module
 from toaster.dist.placement import m3_to_dist, choose_partitioning
@@ -275,11 +275,17 @@ class _Sim:
             self.local.pop(t, None)
             self.dist.pop(t, None)
         for name, parts in self.DIST_MAPS.items():   # every entry sits in its own partition
+            if parts == ():                          # replicated: every partition holds all of it
+                assert all(d == self.dist[name][0] for d in self.dist[name]), name
+                continue
             for i, d in enumerate(self.dist[name]):
                 assert all(worker.key_partition(k, parts) % self.partitions == i for k in d), name
 
     def scatter(self, target, source, parts):
         self.dist[target] = worker.split_by_partition(self.local[source], parts, self.partitions)
+
+    def broadcast(self, target, source, parts=()):
+        self.dist[target] = [dict(self.local[source]) for _ in range(self.partitions)]
 
     def repart(self, target, source, parts):
         items = [kv for d in self.dist[source] for kv in d.items()]
@@ -299,13 +305,15 @@ class _Sim:
     def read_map(self, name):
         if name in self.local:
             return dict(self.local[name])
+        if self.DIST_MAPS.get(name) == ():
+            return {k: v for k, v in self.dist[name][0].items() if v != 0}
         return worker.merge_entries(kv for d in self.dist[name] for kv in d.items())
 
 
-def simulated_program(sql: str, partitions: int = 3, partitioning=None):
+def simulated_program(sql: str, partitions: int = 3, partitioning=None, replicate: bool = True):
     comp = compile_sql(sql, mode="batch")
     opts = Options(mode="batch")
-    dist = m3_to_dist(comp.stage("m3", "distributed"), partitioning or {})
+    dist = m3_to_dist(comp.stage("m3", "distributed"), partitioning or {}, replicate=replicate)
     prog = dist_to_spark(dist_fuse(dist_blocks(dist_simplify(dist, opts), opts), opts), opts)
     mod = load_program_module(prog.source)
     cls = type("SimProgram", (_Sim, mod.Program), {})
@@ -405,18 +413,20 @@ def test_view_joined_on_another_key_is_copied_not_reparted_whole():
     batch Reparts the whole view (O(state) per batch); with it, the copy partitioned by CK is
     updated beside the view and C's batch reads it where it lies."""
     comp = compile_sql(CHAIN, mode="batch")
-    prog = comp.stage("dist")
+    opts = Options(mode="batch")
+    prog = dist_fuse(dist_blocks(dist_simplify(m3_to_dist(comp.stage("m3", "distributed"), {}, replicate=False),
+                                               opts), opts), opts)
     copies = [m for m in prog.maps if m.copy_of]
     assert copies and not _view_reparts(prog)
     for m in copies:
         source = next(s for s in prog.maps if s.name == m.copy_of)
         assert (m.keys, m.type, m.kind) == (source.keys, source.type, "view") and m.tag != source.tag
     assert parse_dist(print_dist(prog)) == prog and " COPY OF " in print_dist(prog)
-    off = m3_to_dist(comp.stage("m3", "distributed"), {}, view_copies_on=False)
+    off = m3_to_dist(comp.stage("m3", "distributed"), {}, view_copies_on=False, replicate=False)
     assert not any(m.copy_of for m in off.maps)
     assert _view_reparts(dist_blocks(dist_simplify(off, OPTS), OPTS))      # what the copy saves
-    assert "VIEW_COPIES = {" in comp.stage("spark").source
-    _, sim = simulated_program(CHAIN, 3)
+    assert "VIEW_COPIES = {" in dist_to_spark(prog, opts).source
+    _, sim = simulated_program(CHAIN, 3, replicate=False)
     m3 = comp.stage("m3", "distributed")
     ref = InterpEngine(m3)
     for b in random_stream(m3.relations, seed=10, n_batches=12, max_batch=10, deletes=True):
@@ -465,3 +475,40 @@ def test_rescan_of_a_driver_scalar_is_restricted_to_the_batch_domain():
     assert ":=" in print_dist(off).split("ON BATCH L {")[1].split("ON BATCH")[0]     # the rescan it replaces
     for partitions, seed in ((1, 3), (3, 4)):
         _check_stream(AVG_NESTED, partitions, None, seed)
+
+
+def _simulate_against_interp(comp, sim, seed):
+    m3 = comp.stage("m3", "distributed")
+    ref = InterpEngine(m3)
+    for b in random_stream(m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True):
+        ref.apply(b)
+        delta = {}
+        for s, row in b.rows():
+            delta[row] = delta.get(row, 0) + s
+        sim.apply_delta(b.relation, {k: v for k, v in delta.items() if v != 0})
+        for m in m3.maps:
+            assert sim.read_map(m.name) == ref.read_map(m.name), m.name
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_small_view_replicated_and_its_batch_broadcast_remove_every_repart(partitions):
+    """Q3's shape again: C's view (the customers passing the filter) only adds C's batch, so it is
+    kept whole on every partition and C's batch is Broadcast: C's batch then joins O's and the
+    (C, O)-views where they lie (partitioned by OK), O's batch joins the replicated view where it
+    is Scattered; no Repart and no view copy remain (placement.choose_replicated). The simulated
+    cluster (every partition's replica checked equal) equals the interpreter, deletions included."""
+    comp = compile_sql(CHAIN, mode="batch")
+    prog = comp.stage("dist")
+    replicated = [m.name for m in prog.maps if isinstance(m.tag, Replicated) and m.kind == "view"]
+    assert len(replicated) == 1 and not any(m.copy_of for m in prog.maps)
+    kinds = [x.kind for t in prog.triggers for b in t.blocks if b.mode == "exchange" for x in b.items]
+    assert "broadcast" in kinds and "repart" not in kinds
+    text = print_dist(prog)
+    assert "@ Replicated;" in text and ":= Broadcast(" in text and parse_dist(text) == prog
+    tagged = m3_to_dist(comp.stage("m3", "distributed"), {})
+    assert "Broadcast(" in print_dist(tagged) and parse_dist(print_dist(tagged)) == tagged
+    off = m3_to_dist(comp.stage("m3", "distributed"), {}, replicate=False)
+    assert not any(isinstance(m.tag, Replicated) for m in off.maps)
+    assert f"{replicated[0]!r}: ()" in comp.stage("spark").source      # DIST_MAPS: () = replicated
+    _, sim = simulated_program(CHAIN, partitions)
+    _simulate_against_interp(comp, sim, seed=20 + partitions)

@@ -192,6 +192,37 @@ def test_dist_text_written_by_hand_parses_and_types():
     assert parse_dist(print_dist(prog)) == prog
 
 
+REPLICATED_TEXT = """DISTRIBUTED M3 (blocks)
+CREATE STREAM R(A int, B int);
+MAP C[A:int]: int @ Replicated;
+MAP Q[B:int]: int @ Dist(0);
+TEMP T1[A:int]: int @ Local;
+TEMP T2[A:int]: int @ Replicated;
+ON BATCH R {
+  BLOCK local {
+    T1[A] := AggSum([A], (DELTA R)(A, B)) @ Local;
+  }
+  BLOCK exchange {
+    T2 := Broadcast(T1);
+  }
+  BLOCK dist {
+    C[A] += T2[A] @ Replicated;
+    Q[B] += AggSum([B], (Q[B] * C[B])) @ Dist(B);
+  }
+}
+"""
+
+
+def test_replicated_location_and_broadcast_parse_back():
+    """The Replicated tag and the Broadcast exchange / transformer (placement.choose_replicated)."""
+    prog = parse_dist(REPLICATED_TEXT)
+    assert [str(m.tag) for m in prog.maps] == ["Replicated", "Dist(0)", "Local", "Replicated"]
+    assert prog.triggers[0].blocks[1].items[0].kind == "broadcast"
+    assert parse_dist(print_dist(prog)) == prog
+    tagged = parse_dist(DIST_TEXT.replace("{B} @ Dist(B)", "AggSum([B], (Broadcast((DELTA R)(A, B)) * Q[B])) @ Dist(B)"))
+    assert "Broadcast((DELTA R)(A, B))" in print_dist(tagged) and parse_dist(print_dist(tagged)) == tagged
+
+
 @pytest.mark.parametrize("parse, text, kind, where", [
     (parse_k3, K3_TEXT.replace("(v * a)", "(v * * a)"), SqlSyntaxError, "f.k3:6:50"),
     (parse_k3, K3_TEXT.replace("(v * a)", "(v * c)"), SemanticError, "f.k3:6:50"),

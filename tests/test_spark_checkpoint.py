@@ -201,13 +201,21 @@ def test_cli_spark_killed_after_a_checkpoint_then_resumed(tmp_path):
     assert assert_matches_duckdb(comp, engine, list(tables) + list(streams)) > 0
 
 
-def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path):
-    """A program whose view is kept twice (placement.view_copies: test_dist.CHAIN): its checkpoint
-    holds the logical views only (interp reads it), and a restore fills the copy from its view."""
+@pytest.mark.parametrize("replicate", [False, True])
+def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path, replicate):
+    """A program whose view is kept twice (placement.view_copies: test_dist.CHAIN without
+    replication): its checkpoint holds the logical views only (interp reads it), and a restore
+    fills the copy from its view. With replication (the default) the same program keeps C's view
+    whole on every partition (placement.choose_replicated): the checkpoint reads it once, not
+    once per partition, a restore gives every partition all of it, and each partition's replica
+    is rebuilt from its own durable copy."""
     from test_dist import CHAIN
-    comp = compile_sql(CHAIN, mode="batch")
+    comp = compile_sql(CHAIN, mode="batch", pass_options={"m3_to_dist": {"replicate": replicate}})
     prog = comp.stage("spark")
-    assert "VIEW_COPIES = {'" in prog.source
+    if replicate:
+        assert "VIEW_COPIES = {}" in prog.source and "': ()" in prog.source
+    else:
+        assert "VIEW_COPIES = {'" in prog.source
     batches = random_stream(list(comp.engine("interp").relations.values()), seed=21, n_batches=14,
                             deletes=True)
     first, rest = batches[:7], batches[7:]
@@ -225,7 +233,8 @@ def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path):
                     native_state.drop_task(engine.program.store)).collect()
         assert assert_matches_duckdb(comp, engine, batches) > 0
         copies = engine.module.Program.VIEW_COPIES
-        assert copies and all(engine.read_map(c) == engine.read_map(v) for c, v in copies.items())
+        assert replicate or copies
+        assert all(engine.read_map(c) == engine.read_map(v) for c, v in copies.items())
         engine.checkpoint(tmp_path / "from-spark")
     finally:
         engine.close()

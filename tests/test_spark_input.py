@@ -76,15 +76,17 @@ def _stream(comp_sql, seed, n, max_batch=40):
 
 
 def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
-    """Steps of all three streams run in the order planning the fewest stages; CUST's small
-    batch is pre-aggregated natively on the driver so the first stage runs in stage 0 (3 stages,
-    not 4: job_plan._driver_inputs); each step's stages equal the planned ones (_run)."""
-    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch)
+    """CUST's view (the customers passing the filter) is replicated and CUST's batch broadcast
+    (placement.choose_replicated), so every view is partitioned by the order key and a step of
+    all three streams is stage 0 (ORD's and LI's slices pre-aggregated by the executors) and one
+    stage of every trigger's dist block: 2 stages (3 before); each step's stages equal the
+    planned ones and every view equals DuckDB after every step, replicas included (_run)."""
+    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"ORD", "LI"}, tmp_path, monkeypatch)
     text = explain_jobs(prog)
     assert "batch input read by the executors" in text
-    assert "a batch of every stream (CUST, ORD, LI): 1 job(s), 3 stage(s)" in text
-    assert "pre-aggregated natively on the driver (the job's first stage reads it; " \
-           "that stage then runs in stage 0): CUST" in text
+    assert "a batch of every stream (CUST, ORD, LI): 1 job(s), 2 stage(s)" in text
+    assert "replicated views (whole on every partition, updated by the broadcast batch): " \
+           "REV_mCUST3; batches broadcast to every partition: CUST" in text
 
 
 def test_q6_shape_global_sum(spark, tmp_path, monkeypatch):

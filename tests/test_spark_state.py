@@ -108,7 +108,7 @@ def test_multi_relation_batches_one_job_each_equal_to_duckdb_and_undone_whole(sp
                     engine.apply_many(huge)
                 assert _all_maps(engine, comp) == before
         assert jobs == [1] * len(jobs)
-        planned = planned_counts(type(engine.program), ["R", "S", "T"])
+        planned = planned_counts(type(engine.program), ["R", "S", "T"], comp.stage("spark").native.inputs)
         assert planned[0] == 1 and planned[1] >= 2 and planned[1] in stages     # --explain's count
         assert nonzero > 5
     finally:

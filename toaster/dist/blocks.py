@@ -17,7 +17,8 @@ from toaster.m3.ir import Statement
 from toaster.errors import UnsupportedError
 from toaster.passes import pass_
 from toaster.types import INT, FLOAT
-from toaster.dist.ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, Repart, Scatter, Gather,
+from toaster.dist.ir import (dist_schema, Local, Dist, Random, LOCAL, RANDOM, REPLICATED, Repart, Scatter, Gather,
+                             Broadcast,
                                             TRANSFORMERS, DistMap, DistStatement, Exchange, Block, DistTrigger,
                                             DistProgram, tag_of, map_names, delta_map_name)
 
@@ -28,7 +29,7 @@ def expr_type(e, maps: dict):
     match e:
         case C.MapRef(n, _, _) if n in maps:
             return maps[n].type
-        case Repart(_, q) | Scatter(_, q) | Gather(q) | C.AggSum(_, q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q) | C.AggSum(_, q):
             return expr_type(q, maps)
         case C.Lift():
             return INT
@@ -71,7 +72,7 @@ def _ordered_vars(e) -> list:
                 walk(q)
                 term(t)
                 out.extend(gs)
-            case Gather(q):
+            case Gather(q) | Broadcast(q):
                 walk(q)
     walk(e)
     return list(dict.fromkeys(out))
@@ -97,6 +98,8 @@ def _replace(e, old, new):
             return Scatter(ps, _replace(q, old, new))
         case Gather(q):
             return Gather(_replace(q, old, new))
+        case Broadcast(q):
+            return Broadcast(_replace(q, old, new))
         case C.Prod(fs):
             return C.Prod(tuple(_replace(f, old, new) for f in fs))
         case C.Sum(ts):
@@ -112,7 +115,7 @@ def _replace(e, old, new):
 
 def _innermost_transformer(e):
     match e:
-        case Repart(_, q) | Scatter(_, q) | Gather(q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q):
             return _innermost_transformer(q) or e
         case C.Prod(fs) | C.Sum(fs):
             for f in fs:
@@ -153,7 +156,7 @@ class _STF:
                 raise UnsupportedError(f"a moved sub-expression of {s.target}'s statement is correlated "
                                        "with its context (distributed mode)")
             used = set(_ordered_vars(_replace(rhs, t, _HOLE))) | set(s.keys)
-            if not isinstance(t, Gather):
+            if isinstance(t, (Repart, Scatter)):
                 used |= set(t.parts)        # the partition columns stay (a spread batch: m3_to_dist)
             outs = dist_schema(q, set())[1]
             keys = [v for v in _ordered_vars(q) if v in outs and v in used]
@@ -174,10 +177,11 @@ class _STF:
                     self.remember(memo_key, source, map_names(rhs_q))
                     out.append(DistStatement(Statement(source, tuple(keys), ":=", rhs_q), src_tag))
             kind = type(t).__name__.lower()
-            parts = () if isinstance(t, Gather) else tuple(keys.index(p) for p in t.parts)
+            parts = tuple(keys.index(p) for p in t.parts) if isinstance(t, (Repart, Scatter)) else ()
             target = self.memo.get((kind, source, parts))
             if target is None:
-                target = self.temp(keys, vtype, LOCAL if isinstance(t, Gather) else Dist(parts))
+                where = LOCAL if isinstance(t, Gather) else REPLICATED if isinstance(t, Broadcast) else Dist(parts)
+                target = self.temp(keys, vtype, where)
                 self.remember((kind, source, parts), target, {source})
                 out.append(Exchange(kind, target, source, parts))
             rhs = _replace(rhs, t, C.MapRef(target, tuple(keys), vtype))

@@ -5,12 +5,15 @@ Location tags say where a map or an expression's result lives:
   Dist(parts)    spread over the workers, hash-partitioned on the key positions `parts`
                  (for a map) or on the variables `parts` (for an expression)
   Random()       on the workers, in no particular partition (partial aggregates)
+  Replicated()   on the workers, every partition holding all of it (a small view updated on
+                 every partition by the same broadcast batch aggregate; placement.replicated_views)
 Location-independent terms (values, comparisons, lifts of values) have no tag (None).
 
 Transformers wrap calculus sub-expressions and are the only way data moves:
   Repart(vars, Q)   Q^{Dist|Random}  -> Q^{Dist(vars)}
   Scatter(vars, Q)  Q^{Local}        -> Q^{Dist(vars)}
   Gather(Q)         Q^{Dist|Random}  -> Q^{Local}
+  Broadcast(Q)      Q^{Local}        -> Q^{Replicated}  (every partition gets all of Q)
 
 A DistProgram holds the M3 maps with their tags (and the temp maps introduced by
 single-transformer form) and one DistTrigger per batch trigger. Before 'dist_blocks' a
@@ -53,7 +56,13 @@ class Random:
         return "Random"
 
 
-LOCAL, RANDOM = Local(), Random()
+@dataclass(frozen=True, slots=True)
+class Replicated:
+    def __str__(self) -> str:
+        return "Replicated"
+
+
+LOCAL, RANDOM, REPLICATED = Local(), Random(), Replicated()
 
 
 # ---------------------------------------------------------------- transformers
@@ -75,7 +84,13 @@ class Gather:
     expr: object
 
 
-TRANSFORMERS = (Repart, Scatter, Gather)
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    expr: object
+
+
+TRANSFORMERS = (Repart, Scatter, Gather)      # composed by dist_simplify (Fig. 4)
+MOVES = TRANSFORMERS + (Broadcast,)
 
 
 # ------------------------------------------------------------------ program
@@ -101,7 +116,7 @@ class DistStatement:
 class Exchange:
     """target := kind(source): a transformer over one materialized map, run by the driver.
     parts are key positions of the target for 'repart' / 'scatter', () for 'gather'."""
-    kind: str          # 'repart' | 'scatter' | 'gather'
+    kind: str          # 'repart' | 'scatter' | 'gather' | 'broadcast'
     target: str
     source: str
     parts: tuple = ()
@@ -186,6 +201,11 @@ def tag_of(e, maps: dict, bound: frozenset = frozenset()):
         case Gather(q):
             tag_of(q, maps)         # Gather(Q^Local) is allowed: it is the identity (Fig. 4)
             return LOCAL
+        case Broadcast(q):
+            inner = tag_of(q, maps)
+            if inner is not None and not isinstance(inner, Local):
+                raise IllFormed(f"Broadcast over a {inner} expression")
+            return REPLICATED
         case C.Prod(fs) | C.Sum(fs):
             tags, inner = set(), bound
             for f in fs:
@@ -194,6 +214,10 @@ def tag_of(e, maps: dict, bound: frozenset = frozenset()):
                     tags.add(t)
                 if isinstance(e, C.Prod):     # a product binds left to right
                     inner = inner | _outputs(f, inner)
+            if REPLICATED in tags and isinstance(e, C.Prod) and len(tags) > 1 \
+                    and all(isinstance(t, (Dist, Random, Replicated)) for t in tags):
+                # every partition holds all of a replicated factor: the product lies where the rest does
+                tags.discard(REPLICATED)
             if len(tags) > 1:
                 raise IllFormed("operands at different locations: " + ", ".join(sorted(map(str, tags))))
             t = next(iter(tags), None)
@@ -211,7 +235,7 @@ def tag_of(e, maps: dict, bound: frozenset = frozenset()):
 def _outputs(e, bound) -> frozenset:
     """Variables e binds (none where the calculus' schema does not know a node: the stricter
     reading, as if nothing were bound outside)."""
-    if isinstance(e, (Repart, Scatter, Gather)):
+    if isinstance(e, MOVES):
         return _outputs(e.expr, bound)       # a transformer moves its input's rows unchanged
     try:
         return frozenset(C.schema(e, set(bound))[1])
@@ -244,7 +268,7 @@ def verify(prog: DistProgram) -> None:
 
 def transformer_count(e) -> int:
     match e:
-        case Repart(_, q) | Scatter(_, q) | Gather(q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q):
             return 1 + transformer_count(q)
         case C.Prod(fs) | C.Sum(fs):
             return sum(transformer_count(f) for f in fs)
@@ -260,7 +284,8 @@ def map_names(e) -> set:
             return {n}
         case C.DeltaRel(r, _):
             return {delta_map_name(r)}
-        case Repart(_, q) | Scatter(_, q) | Gather(q) | C.AggSum(_, q) | C.Lift(_, q) | C.Extremum(_, _, _, q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q) | C.AggSum(_, q) | C.Lift(_, q) \
+                | C.Extremum(_, _, _, q):
             return map_names(q)
         case C.Prod(fs) | C.Sum(fs):
             out = set()
@@ -273,7 +298,7 @@ def map_names(e) -> set:
 def strip_transformers(e):
     """e without its location transformers (same bindings and values, ignoring location)."""
     match e:
-        case Repart(_, q) | Scatter(_, q) | Gather(q):
+        case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q):
             return strip_transformers(q)
         case C.Prod(fs):
             return C.Prod(tuple(strip_transformers(f) for f in fs))

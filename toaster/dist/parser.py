@@ -1,7 +1,7 @@
 """Parse distributed M3 text (printer.print_dist's output) back to IR: parse_dist(text, file=None).
 
 dist.lark extends the calculus / M3 grammar of toaster.calculus.parser with location tags,
-transformers (Repart / Scatter / Gather), statement blocks and exchanges; variable types are
+transformers (Repart / Scatter / Gather / Broadcast), statement blocks and exchanges; variable types are
 inferred as the M3 parser infers them (relation columns, map keys, lifts), with transformers
 passed through. Self-contained apart from the calculus stage it extends.
 """
@@ -19,8 +19,8 @@ from toaster.m3.ir import Event, Statement
 from toaster.errors import SemanticError, SqlSyntaxError, ToasterError
 from toaster.schema import QueryResult, RelationDecl
 from toaster.types import type_from_name
-from toaster.dist.ir import (LOCAL, RANDOM, Block, Dist, DistMap, DistProgram, DistStatement,
-                                            DistTrigger, Exchange, Gather, Repart, Scatter, strip_transformers)
+from toaster.dist.ir import (LOCAL, RANDOM, REPLICATED, Block, Broadcast, Dist, DistMap, DistProgram,
+                             DistStatement, DistTrigger, Exchange, Gather, Repart, Scatter, strip_transformers)
 
 
 class _Build(calc_parser._Build):
@@ -31,6 +31,9 @@ class _Build(calc_parser._Build):
 
     def random_tag(self, c):
         return RANDOM
+
+    def replicated_tag(self, c):
+        return REPLICATED
 
     def dist_tag(self, c):
         return Dist(tuple(int(p) if p.type == "SIGNED_INT" else C.Var(str(p), None) for p in c if p is not None))
@@ -57,6 +60,9 @@ class _Build(calc_parser._Build):
     def gather(self, c):
         return Gather(c[0])
 
+    def broadcast(self, c):
+        return Broadcast(c[0])
+
     def dist_stmt(self, c):
         target, keys, op, rhs, loc = c[0], c[1:-3], c[-3], c[-2], c[-1]
         return ("stmt", Statement(str(target), self._vars(keys), str(op), rhs), loc, target)
@@ -66,6 +72,9 @@ class _Build(calc_parser._Build):
 
     def gather_exchange(self, c):
         return Exchange("gather", str(c[0]), str(c[1]))
+
+    def broadcast_exchange(self, c):
+        return Exchange("broadcast", str(c[0]), str(c[1]))
 
     def dblock(self, c):
         return ("block", str(c[0]), tuple(c[1:]))
@@ -82,7 +91,7 @@ class _TypeEnv(calc_parser._TypeEnv):
 
     def collect(self, e):
         match e:
-            case Repart(_, q) | Scatter(_, q) | Gather(q):
+            case Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q):
                 self.collect(q)
             case C.Lift(v, q) if not isinstance(q, C.Value):
                 self.collect(q)
@@ -98,6 +107,8 @@ class _TypeEnv(calc_parser._TypeEnv):
                 return Scatter(tuple(self.var(p) for p in ps), self.expr(q))
             case Gather(q):
                 return Gather(self.expr(q))
+            case Broadcast(q):
+                return Broadcast(self.expr(q))
         return super().expr(e)
 
     def tag(self, t):

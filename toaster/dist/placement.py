@@ -41,17 +41,24 @@ from dataclasses import dataclass, replace
 from toaster.errors import UsageError
 from toaster.passes import Pass, register
 from toaster.dist.batch_domain import restrict_rescans
-from toaster.dist.ir import (LOCAL, Local, Dist, Repart, Scatter, Gather, DistMap, DistStatement,
+from toaster.dist.replication import broadcast_relations, choose_replicated
+from toaster.dist.ir import (LOCAL, REPLICATED, Local, Dist, Replicated, Repart, Scatter, Gather, Broadcast,
+                             DistMap, DistStatement,
                                             Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
                                             map_names)
 
 
 # ---------------------------------------------------------------- partitioning
 
-def choose_partitioning(prog: M3Program, override: dict) -> dict:
-    """map name -> Local() | Dist(key positions)."""
+def choose_partitioning(prog: M3Program, override: dict, replicated: frozenset = frozenset()) -> dict:
+    """map name -> Local() | Dist(key positions) | Replicated(). The batch of a relation that
+    updates a `replicated` view is broadcast (every partition gets it): it joins any partition
+    where it lies, so its trigger casts no vote."""
     votes = {m.name: Counter() for m in prog.maps}
+    broadcast = broadcast_relations(prog, replicated)
     for trig in prog.triggers:
+        if trig.event.kind == "batch" and trig.event.relation in broadcast:
+            continue
         for st in trig.statements:
             batch_vars = set()
             for node in C.subterms(st.rhs):
@@ -80,6 +87,8 @@ def choose_partitioning(prog: M3Program, override: dict) -> dict:
             tags[m.name] = Dist(parts)
         elif not m.keys:
             tags[m.name] = LOCAL
+        elif m.name in replicated:
+            tags[m.name] = REPLICATED
         else:
             best = max(range(len(m.keys)), key=lambda i: (votes[m.name][i], -i))
             tags[m.name] = Dist((best,))
@@ -116,7 +125,7 @@ def _rename_ref(e, old: C.MapRef, new: str):
     return e
 
 
-def view_copies(prog: M3Program, tags: dict) -> tuple[M3Program, dict]:
+def view_copies(prog: M3Program, tags: dict, broadcast: frozenset = frozenset()) -> tuple[M3Program, dict]:
     """Keep a view a second time, partitioned by another key, where a batch trigger joins it on
     that key only (Hot Dog §4.1 lets a view have several partitionings). Otherwise placement
     Reparts the WHOLE view to the batch's partitioning every such batch: O(state) shuffled per
@@ -132,7 +141,7 @@ def view_copies(prog: M3Program, tags: dict) -> tuple[M3Program, dict]:
     copies: dict = {}            # (source, position) -> copy name
     renamed: dict = {}           # id(statement) -> new statement
     for trig in prog.triggers:
-        if trig.event.kind != "batch":
+        if trig.event.kind != "batch" or trig.event.relation in broadcast:   # broadcast: joins in place
             continue
         for st in trig.statements:
             batch_vars = {v for node in C.subterms(st.rhs) if isinstance(node, C.DeltaRel) for v in node.vars}
@@ -185,6 +194,8 @@ def _terms(rhs) -> list:
 def _gather_dist_maps(e, maps: dict):
     """Wrap every Dist map reference inside e in Gather (whole-map fallback)."""
     match e:
+        case C.MapRef() if isinstance(maps[e.name].tag, Replicated):
+            raise UnsupportedError(f"a replicated view ({e.name}) read where no partition's copy can stand for it")
         case C.MapRef() if not isinstance(maps[e.name].tag, Local):
             return Gather(e)
         case C.Prod(fs):
@@ -215,24 +226,27 @@ def _move(parts_vars: tuple, factors: list, tag) -> object:
 
 
 def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = False,
-               nested_on_workers: bool = True):
+               nested_on_workers: bool = True, broadcast: bool = False):
     """The term rewritten with transformers so that it evaluates at target_tag (a var tag).
     random_batch: a term over the batch alone into a driver map is spread over the workers.
     nested_on_workers: a nested aggregate co-partitioned with the intermediate may be evaluated
-    on the workers (_co_partitioned)."""
+    on the workers (_co_partitioned). broadcast: the batch's part may be Broadcast to a map
+    partitioned by a key it does not bind (instead of moving the map)."""
     factors = list(term.factors) if isinstance(term, C.Prod) else [term]
     kinds = []
     for f in factors:
         if isinstance(f, C.MapRef) and isinstance(maps[f.name].tag, Dist):
             kinds.append("dist")
+        elif isinstance(f, C.MapRef) and isinstance(maps[f.name].tag, Replicated):
+            kinds.append("repl")
         elif isinstance(f, (C.MapRef, C.DeltaRel)):
             kinds.append("local")
         elif map_names(f) or any(isinstance(n, C.Rel) for n in C.subterms(f)):
             kinds.append("nested")
         else:
             kinds.append("pure")
-    if "dist" in kinds:
-        plan = _staged_plan(factors, kinds, maps, nested_on_workers)
+    if "dist" in kinds or "repl" in kinds:
+        plan = _staged_plan(factors, kinds, maps, nested_on_workers, target_tag, broadcast)
         if plan is not None:
             expr, tag = plan
             return _to_target(C.AggSum(keys, expr), tag, target_tag)
@@ -263,6 +277,10 @@ def _spread_batch(factors, kinds, keys):
 
 
 def _to_target(expr, tag, target_tag):
+    if isinstance(target_tag, Replicated) or isinstance(tag, Replicated):
+        if isinstance(target_tag, Replicated) and isinstance(tag, (Local, Replicated)):
+            return Broadcast(expr) if isinstance(tag, Local) else expr
+        raise UnsupportedError(f"a {tag} expression into a {target_tag} map")
     if isinstance(target_tag, Local):
         return expr if isinstance(tag, Local) else Gather(expr)
     if isinstance(tag, Local):
@@ -270,9 +288,11 @@ def _to_target(expr, tag, target_tag):
     return Repart(target_tag.parts, expr)
 
 
-def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
-    """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather."""
-    local_group, bound_local, rest = [], set(), []
+def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_tag=None, broadcast: bool = False):
+    """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather.
+    Replicated maps join wherever the rest lies (every partition holds them whole), so they come
+    last; a batch part alone with them goes to the target's partitioning first."""
+    local_group, bound_local, rest, repl = [], set(), [], []
     for f, kind in zip(factors, kinds):
         if kind == "nested" and _lifts_batch(f) and _self_partitioned(f, set(), maps) is not None:
             rest.append((f, kind))      # a batch domain: formed on the workers from linear aggregates
@@ -285,7 +305,22 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
         else:
             rest.append((f, kind))
     parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
-    for f, kind in rest:
+    for i, (f, kind) in enumerate(rest):
+        if kind == "repl":
+            if isinstance(tag, (Dist, Replicated)) or tag is None:    # joins where the rest lies
+                parts.append(f)
+                tag = tag or REPLICATED
+                bound |= set(f.vars)
+                continue
+            if any(k in ("pure", "nested") and set(f.vars) & C.all_vars(g) - bound for g, k in rest[i + 1:]):
+                return None          # a later factor reads what it binds: it cannot move to the end
+            repl.append(f)
+            continue
+        if kind == "dist" and isinstance(tag, Replicated):            # the replicated part joins it in place
+            parts.append(f)
+            tag = map_ref_tag(f, maps)
+            bound |= set(f.vars)
+            continue
         if kind == "pure":
             parts.append(f)
             bound |= C.schema(f, bound)[1]
@@ -313,6 +348,9 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
             tag = ftag
         elif isinstance(tag, Dist) and set(tag.parts) <= fvars:   # move the map to the intermediate
             parts.append(Repart(tag.parts, f))
+        elif isinstance(tag, Local) and broadcast:      # the batch part to every partition of the map
+            parts = [Broadcast(_prod(parts)), f]
+            tag = ftag
         elif isinstance(tag, Local) and bound & fvars:  # move both onto a shared variable
             shared = next(v for v in f.vars if v in bound)
             parts = [Scatter((shared,), _prod(parts)), Repart((shared,), f)]
@@ -320,6 +358,21 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True):
         else:
             return None
         bound |= fvars
+    if repl:
+        if tag is None:
+            tag = REPLICATED
+        elif isinstance(tag, Local):
+            if isinstance(target_tag, Dist) and set(target_tag.parts) <= bound:
+                parts, tag = [Scatter(target_tag.parts, _prod(parts))], target_tag
+            elif isinstance(target_tag, Replicated):
+                parts, tag = [Broadcast(_prod(parts))], REPLICATED
+            else:
+                return None
+        elif not isinstance(tag, (Dist, Replicated)):
+            return None
+        for f in repl:
+            parts.append(f)
+            bound |= set(f.vars)
     return _prod(parts), tag
 
 
@@ -407,7 +460,7 @@ def _has_dist(e, maps) -> bool:
 
 
 def place_statement(st: Statement, maps: dict, random_batch: bool = False,
-                    later_writes: frozenset = frozenset()) -> list:
+                    later_writes: frozenset = frozenset(), broadcast: bool = False) -> list:
     """The statement's terms placed. `later_writes`: maps the trigger's later statements write; a
     term reading one keeps its nested aggregates on the driver (a partial result made on the
     workers would be moved on after those writes: kept to the plans the block fusion's temp
@@ -421,7 +474,7 @@ def place_statement(st: Statement, maps: dict, random_batch: bool = False,
     for i, term in enumerate(terms):
         op = st.op if i == 0 else "+="
         rhs = place_term(term, st.keys, target_tag, maps, random_batch,
-                         nested_on_workers=not map_names(term) & later_writes)
+                         nested_on_workers=not map_names(term) & later_writes, broadcast=broadcast)
         out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
     return out
 
@@ -468,6 +521,8 @@ class M3ToDist(Pass):
     the batch binds none of its partition keys (view_copies()); false: Repart the whole view.
     batch_domains: a driver scalar re-evaluated over views partitioned by the variable its sum
     splits by is updated by the batch's keys only (toaster.dist.batch_domain); false: rescan.
+    replicate: keep views that only add batch aggregates whole on every partition, their batches
+    Broadcast, where that saves Reparts (choose_replicated); false: partition every view.
     """
     name = "m3_to_dist"
     takes = "m3"
@@ -477,14 +532,15 @@ class M3ToDist(Pass):
     random_batch: bool = True
     view_copies: bool = True
     batch_domains: bool = True
+    replicate: bool = True
 
     def run(self, prog, options):
         return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies,
-                          self.batch_domains)
+                          self.batch_domains, self.replicate)
 
 
 def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True,
-               view_copies_on: bool = True, batch_domains: bool = True) -> DistProgram:
+               view_copies_on: bool = True, batch_domains: bool = True, replicate: bool = True) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
@@ -494,15 +550,27 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
             # initial values are constants set once on the driver (no batch to partition them by)
             for st in trig.statements:
                 override.setdefault(st.target, "local")
-    tags = choose_partitioning(prog, override)
+
+    def build(replicated: frozenset) -> DistProgram:
+        return _place_program(prog, override, random_batch, view_copies_on, batch_domains, replicated)
+    replicated = frozenset()
+    if replicate and any(t.event.kind == "batch" for t in prog.triggers):
+        replicated = choose_replicated(prog, build, frozenset(override))
+    return build(replicated)
+
+
+def _place_program(prog: M3Program, override: dict, random_batch: bool, view_copies_on: bool,
+                   batch_domains: bool, replicated: frozenset) -> DistProgram:
+    tags = choose_partitioning(prog, override, replicated)
+    broadcast = broadcast_relations(prog, replicated)
     copies: dict = {}
     if view_copies_on:
-        prog, copies = view_copies(prog, tags)
+        prog, copies = view_copies(prog, tags, broadcast)
         tags.update((c, Dist((j,))) for c, (_, j) in copies.items())
     restricted: set = set()
     if batch_domains:
         prog, restricted = restrict_rescans(prog, tags)
-    random_batch = random_batch and not any(isinstance(t, Dist) for t in tags.values())
+    random_batch = random_batch and not any(isinstance(t, (Dist, Replicated)) for t in tags.values())
     dmaps = tuple(DistMap(m.name, m.keys, m.type, tags[m.name],
                           copy_of=copies[m.name][0] if m.name in copies else None) for m in prog.maps)
     maps = {m.name: m for m in dmaps}
@@ -518,7 +586,7 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
                 raise UnsupportedError(f"statement writes undeclared map {st.target}")
             later = (frozenset() if id(st) in restricted
                      else frozenset(x.target for x in trig.statements[i + 1:]))
-            for dst in place_statement(st, maps, random_batch, later):
+            for dst in place_statement(st, maps, random_batch, later, trig.event.relation in broadcast):
                 blocks.append(Block(block_mode(dst.loc), (dst,)))
         triggers.append(DistTrigger(trig.event, tuple(blocks)))
     return DistProgram(prog.relations, dmaps, tuple(triggers), prog.queries, stage="tagged")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from toaster.calculus import ir as C
 from toaster.calculus.printer import print_expr, print_term, print_query_result, print_relation, _vars, _typed_vars
 from toaster.m3.printer import print_event
-from toaster.dist.ir import (Repart, Scatter, Gather, DistStatement, Exchange, DistProgram,
+from toaster.dist.ir import (Repart, Scatter, Gather, Broadcast, DistStatement, Exchange, DistProgram,
                                             DistMap)
 
 
@@ -29,6 +29,8 @@ def print_dist_expr(e) -> str:
             return f"Scatter[{_vars(ps)}]({print_dist_expr(q)})"
         case Gather(q):
             return f"Gather({print_dist_expr(q)})"
+        case Broadcast(q):
+            return f"Broadcast({print_dist_expr(q)})"
         case C.Sum(ts):
             return "(" + " + ".join(print_dist_expr(t) for t in ts) + ")"
         case C.Prod(fs):
@@ -54,6 +56,8 @@ def print_dist_item(item) -> str:
             return f"{s.target}[{_vars(s.keys)}] {s.op} {print_dist_expr(s.rhs)} @ {loc};"
         case Exchange("gather", target, source, _):
             return f"{target} := Gather({source});"
+        case Exchange("broadcast", target, source, _):
+            return f"{target} := Broadcast({source});"
         case Exchange(kind, target, source, parts):
             return f"{target} := {kind.capitalize()}[{', '.join(map(str, parts))}]({source});"
     raise TypeError(f"not a distributed statement: {item!r}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from toaster.calculus import ir as C
 from toaster.m3.ir import Statement
 from toaster.passes import pass_
-from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, TRANSFORMERS, DistStatement,
+from toaster.dist.ir import (dist_schema, Local, Dist, Repart, Scatter, Gather, Broadcast, TRANSFORMERS, MOVES, DistStatement,
                                             Block, DistTrigger, DistProgram, IllFormed, tag_of, map_names,
                                             statement_tag_ok, transformer_count)
 
@@ -32,7 +32,8 @@ def _nodes(e):
         case C.Prod(fs) | C.Sum(fs):
             for f in fs:
                 yield from _nodes(f)
-        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q) | C.Extremum(_, _, _, q):
+        case C.AggSum(_, q) | C.Lift(_, q) | Repart(_, q) | Scatter(_, q) | Gather(q) | Broadcast(q) \
+                | C.Extremum(_, _, _, q):
             yield from _nodes(q)
 
 
@@ -81,10 +82,10 @@ def _rewrite_once(e, maps):
         case C.Prod(fs):
             for i in range(len(fs) - 1):
                 a, b = fs[i], fs[i + 1]
-                if type(a) is type(b) and isinstance(a, TRANSFORMERS) and getattr(a, "parts", None) == getattr(b, "parts", None):
+                if type(a) is type(b) and isinstance(a, MOVES) and getattr(a, "parts", None) == getattr(b, "parts", None):
                     return _with(fs, i, _rebuild(a, C.mk_prod([a.expr, b.expr])), drop=i + 1)
             for i, a in enumerate(fs):
-                if not isinstance(a, TRANSFORMERS):
+                if not isinstance(a, MOVES):
                     continue
                 outs = dist_schema(a.expr, set())[1]
                 for j in range(i + 1, len(fs)):
@@ -106,6 +107,8 @@ def _rebuild(t, body):
             return Repart(ps, body)
         case Scatter(ps, _):
             return Scatter(ps, body)
+        case Broadcast(_):
+            return Broadcast(body)
     return Gather(body)
 
 
@@ -117,6 +120,8 @@ def simplify_expr(e, maps):
             e = Scatter(ps, simplify_expr(q, maps))
         case Gather(q):
             e = Gather(simplify_expr(q, maps))
+        case Broadcast(q):
+            e = Broadcast(simplify_expr(q, maps))
         case C.Prod(fs):
             e = C.Prod(tuple(simplify_expr(f, maps) for f in fs))
         case C.Sum(ts):

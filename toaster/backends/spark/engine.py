@@ -60,6 +60,12 @@ def explain_jobs(program: SparkProgram) -> str:
     if driver:
         lines.append("batch input pre-aggregated on the driver (its first block is not a linear "
                      "pre-aggregation scattered to the executors): " + ", ".join(driver))
+    replicated = [v for v, parts in cls.DIST_MAPS.items() if parts == ()]
+    if replicated:
+        broadcast = sorted({t.event.relation for t in program.dist.triggers for b in t.blocks
+                            if b.mode == "exchange" for x in b.items if x.kind == "broadcast"})
+        lines.append("replicated views (whole on every partition, updated by the broadcast batch): "
+                     + ", ".join(replicated) + "; batches broadcast to every partition: " + ", ".join(broadcast))
     lines.append("spark jobs per batch (planned; plus one snapshot job every checkpoint interval):")
     if streams:
         jobs, stages = planned_counts(cls, streams, inputs)

@@ -34,17 +34,16 @@ views give back the values they had (IndexedMap.undo).
 """
 from __future__ import annotations
 
-import csv
 import itertools
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
 
 from toaster.backends.spark import native, native_input, native_state, state, worker
 from toaster.backends.spark.job_plan import JobRunner
+from toaster.backends.spark.submit import run_main  # noqa: F401  (generated programs import it from here)
 from toaster.backends.spark.worker import IndexedMap
 
 _registered = False
@@ -85,7 +84,7 @@ class _ViewLog:
 
 class DistRuntime(JobRunner):
     LOCAL_MAPS: tuple = ()       # view maps on the driver
-    DIST_MAPS: dict = {}         # view map -> partition key positions
+    DIST_MAPS: dict = {}         # view map -> partition key positions; () = replicated (every partition holds it all)
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
     SPREAD_BLOCKS: tuple = ()    # dist blocks indifferent to their input's partitioning (stage 0 may run them)
     READY: str | None = None     # the ON SYSTEM READY method (initial values), run once by start()
@@ -240,6 +239,22 @@ class DistRuntime(JobRunner):
         for p, b in enumerate(buckets):
             self._scattered[p].extend((target, k, v) for k, v in b.items())
 
+    def broadcast(self, target: str, source: str, parts: tuple = ()) -> None:
+        """Every partition gets all of a driver map (a small batch aggregate that updates a
+        replicated view or joins a view where it lies): it rides in each task's stage-0 payload."""
+        if source in self._input_temps:
+            raise AssertionError(f"broadcast of {source}, which the executors fill")
+        if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
+            self._flush(more=True)
+        if self.native is not None:
+            cols, vals = native.dict_columns(self.local[source], self.native.map_types[target])
+            for p in range(self.partitions):
+                self._scattered[p].append((target, cols, vals))
+            return
+        entries = dict(self.local[source].items())
+        for p in range(self.partitions):
+            self._scattered[p].extend((target, k, v) for k, v in entries.items())
+
     def _close_inputs(self) -> None:
         """The planned input blocks have all their Scatters (those are in the exchange block right
         after the input block, beside its Reparts and Gathers; the next block, local or dist, or
@@ -336,8 +351,11 @@ class DistRuntime(JobRunner):
         if versions:
             for n in versions:
                 out[n] = {}
-            task = (native_state.read_views_task(self._spec({}), versions) if self.native is not None
-                    else state.read_views_task(self.root, self.store, versions))
+            # a replicated view is whole in every partition: read from partition 0 only
+            rest = {n: v for n, v in versions.items() if self.DIST_MAPS.get(n) != ()}
+            read = (lambda vs: native_state.read_views_task(self._spec({}), vs)) if self.native is not None \
+                else (lambda vs: state.read_views_task(self.root, self.store, vs))
+            task = read(versions) if len(rest) == len(versions) else _per_partition(read(versions), read(rest))
             rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(task)
             for n, k, v in self._records(rdd.collect()):
                 if v != 0:
@@ -364,9 +382,14 @@ class DistRuntime(JobRunner):
                 cols, vals = native.dict_columns({k: x for k, x in tables[v].items() if x != 0},
                                                  self.native.map_types[v])
                 for p in range(P):
-                    buckets[p][v] = ([c[:0] for c in cols], vals[:0])
-                for p, c, x in native_state._split(cols, vals, parts, P):
-                    buckets[p][v] = (c, x)
+                    buckets[p][v] = (cols, vals) if parts == () else ([c[:0] for c in cols], vals[:0])
+                if parts != ():
+                    for p, c, x in native_state._split(cols, vals, parts, P):
+                        buckets[p][v] = (c, x)
+                continue
+            if parts == ():          # replicated: every partition holds all of it
+                for p in range(P):
+                    buckets[p][v] = {k: x for k, x in tables[v].items() if x != 0}
                 continue
             for p, b in enumerate(worker.split_by_partition(tables[v], parts, P)):
                 buckets[p][v] = b
@@ -468,6 +491,13 @@ class DistRuntime(JobRunner):
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
 
 
+def _per_partition(first, others):
+    """A task running `first` in partition 0 and `others` elsewhere."""
+    def run(p, elements):
+        return (first if p == 0 else others)(p, elements)
+    return run
+
+
 def _conflict(r1: set, w1: set, r2: set, w2: set) -> bool:
     """Whether two items touching these maps do not commute."""
     return bool(w1 & (r2 | w2) or r1 & w2)
@@ -563,33 +593,3 @@ def last_job_id(sc) -> int:
         return dag.nextJobId() - 1
     ids = sc.statusTracker()._jtracker.getJobIdsForGroup(None)
     return sc._jvm.java.util.Arrays.stream(ids).max().orElse(-1)
-
-
-_PARSE = {"int": int, "date": lambda s: int(s.replace("-", "")), "float": float, "string": str,
-          "bool": lambda s: s.strip().lower() in ("1", "true", "t")}
-
-
-def run_main(program_cls, argv=None) -> None:
-    """`spark-submit prog.py [--checkpoint-dir DIR] REL=file.csv ...`: each file is one batch of
-    inserts (a leading column of +1/-1 signs when the file has one column more than the relation)."""
-    from toaster.backends.spark.session import get_spark
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ckpt = None
-    if argv[:1] == ["--checkpoint-dir"]:
-        ckpt, argv = argv[1], argv[2:]
-    prog = program_cls(get_spark().sparkContext, checkpoint_dir=ckpt)
-    for arg in argv:
-        rel, _, path = arg.partition("=")
-        rel = rel.upper()
-        types = program_cls.RELATION_TYPES[rel]
-        delta = {}
-        with open(path, newline="") as f:
-            for row in csv.reader(f):
-                sign = 1
-                if len(row) == len(types) + 1:
-                    sign, row = int(row[0]), row[1:]
-                key = tuple(_PARSE[t](v) for t, v in zip(types, row))
-                delta[key] = delta.get(key, 0) + sign
-        prog.apply_delta(rel, {k: v for k, v in delta.items() if v != 0})
-    for name in program_cls.LOCAL_MAPS + tuple(program_cls.DIST_MAPS):
-        print(name, sorted(prog.read_map(name).items()))
