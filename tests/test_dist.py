@@ -324,17 +324,7 @@ def simulated_program(sql: str, partitions: int = 3, partitioning=None, replicat
 
 def _check_stream(sql, partitions, partitioning, seed):
     comp, sim = simulated_program(sql, partitions, partitioning)
-    m3 = comp.stage("m3", "distributed")      # the program the distributed branch tags
-    ref = InterpEngine(m3)
-    batches = random_stream(m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True)
-    for batch in batches:
-        ref.apply(batch)
-        delta = {}
-        for s, row in batch.rows():
-            delta[row] = delta.get(row, 0) + s
-        sim.apply_delta(batch.relation, {k: v for k, v in delta.items() if v != 0})
-        for m in m3.maps:
-            assert sim.read_map(m.name) == ref.read_map(m.name), m.name
+    _simulate_against_interp(comp, sim, seed)
 
 
 @pytest.mark.parametrize("sql", [GROUP_SUM, JOIN3, SELF_JOIN, NESTED, GLOBAL_SUM])
@@ -478,7 +468,7 @@ def test_rescan_of_a_driver_scalar_is_restricted_to_the_batch_domain():
 
 
 def _simulate_against_interp(comp, sim, seed):
-    m3 = comp.stage("m3", "distributed")
+    m3 = comp.stage("m3", "distributed")      # the program the distributed branch tags
     ref = InterpEngine(m3)
     for b in random_stream(m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True):
         ref.apply(b)
