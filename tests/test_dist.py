@@ -417,18 +417,11 @@ def test_view_joined_on_another_key_is_copied_not_reparted_whole():
     assert _view_reparts(dist_blocks(dist_simplify(off, OPTS), OPTS))      # what the copy saves
     assert "VIEW_COPIES = {" in dist_to_spark(prog, opts).source
     _, sim = simulated_program(CHAIN, 3, replicate=False)
-    m3 = comp.stage("m3", "distributed")
-    ref = InterpEngine(m3)
-    for b in random_stream(m3.relations, seed=10, n_batches=12, max_batch=10, deletes=True):
-        ref.apply(b)
-        delta = {}
-        for s, row in b.rows():
-            delta[row] = delta.get(row, 0) + s
-        sim.apply_delta(b.relation, {k: v for k, v in delta.items() if v != 0})
-        for m in m3.maps:
-            assert sim.read_map(m.name) == ref.read_map(m.name), m.name
+
+    def copies_equal_their_views():
         for m in copies:
             assert sim.read_map(m.name) == sim.read_map(m.copy_of)
+    _simulate_against_interp(comp, sim, 10, after_batch=copies_equal_their_views)
 
 
 # ------------------------------------- a re-evaluation restricted to the batch's keys (Q17)
@@ -467,7 +460,7 @@ def test_rescan_of_a_driver_scalar_is_restricted_to_the_batch_domain():
         _check_stream(AVG_NESTED, partitions, None, seed)
 
 
-def _simulate_against_interp(comp, sim, seed):
+def _simulate_against_interp(comp, sim, seed, after_batch=lambda: None):
     m3 = comp.stage("m3", "distributed")      # the program the distributed branch tags
     ref = InterpEngine(m3)
     for b in random_stream(m3.relations, seed=seed, n_batches=12, max_batch=10, deletes=True):
@@ -478,6 +471,7 @@ def _simulate_against_interp(comp, sim, seed):
         sim.apply_delta(b.relation, {k: v for k, v in delta.items() if v != 0})
         for m in m3.maps:
             assert sim.read_map(m.name) == ref.read_map(m.name), m.name
+        after_batch()
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
