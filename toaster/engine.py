@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from toaster.errors import CardinalityError, InputError, UnknownNameError
 from toaster.runtime.batch import Batch
-from toaster.runtime.checks import canonical_batch
+from toaster.runtime.checks import canonical_batch, check_nonfinite
 from toaster.runtime.interleaved import Interleaved, expand_interleaved
 from toaster.runtime.nulls import physical_batch, physical_rows
 from toaster.runtime.reads import relations_read
@@ -66,6 +66,7 @@ class Engine(ABC):
         self.queries = tuple(queries)
         self._tables_loaded: set[str] = set()
         self._streamed = False        # a stream batch was applied: tables are closed
+
 
     # ---------------------------------------------------------------- input
     def relations_needed(self) -> frozenset:
@@ -131,6 +132,7 @@ class Engine(ABC):
         batch = canonical_batch(decl, physical_batch(decl, batch), self.columns_needed(decl.name))
         if len(batch) == 0:
             return None
+        check_nonfinite(decl, batch)
         if decl.kind == "table" and streamed:
             raise InputError(f"TABLE {decl.name} loaded after stream events (load every table first)")
         return batch

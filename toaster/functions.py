@@ -59,7 +59,8 @@ def divide(a, b) -> float:
     0/0 and nan/0 are nan. Always a float."""
     a, b = float(a), float(b)
     try:
-        return a / b
+        v = a / b
+        return math.nan if v != v else v          # inf / inf
     except ZeroDivisionError:
         if a == 0 or a != a:
             return math.nan
@@ -114,7 +115,8 @@ def _libm(name: str, arity: int = 1) -> Callable:
         try:
             return py(*args)
         except (ValueError, OverflowError):
-            return c(*map(float, args))
+            v = c(*map(float, args))
+            return math.nan if v != v else v      # one NaN object: Python dict keys match by identity
     fn.__name__ = name
     return fn
 
@@ -137,6 +139,19 @@ class PyMath:
     def clamp(x, lo: float, hi: float):
         """x within [lo, hi]; nan stays nan."""
         return hi if x > hi else lo if x < lo else x
+
+    @staticmethod
+    def where_finite(x, a, b):
+        return a if math.isfinite(x) else b
+
+    @staticmethod
+    def where_nan(x, a, b):
+        return a if x != x else b
+
+    @staticmethod
+    def where_greater(x, y, a, b):
+        """a if x > y (IEEE: false on nan) else b."""
+        return a if x > y else b
 
 
 # --------------------------------------------------------------------------- the registry
@@ -216,7 +231,8 @@ def register_external(name: str, fn: Callable, result: Type = FLOAT) -> None:
 
 def _formula_in_python(formula):
     def fn(*args):
-        return formula(PyMath, *map(float, args))
+        v = formula(PyMath, *map(float, args))
+        return math.nan if v != v else v
     return fn
 
 
@@ -501,3 +517,6 @@ def _declare_ordered_index_functions():
 
 
 _declare_ordered_index_functions()
+
+# the internal functions of pass nonfinite_sums (infinities and NaN as DuckDB means them)
+from toaster import functions_nonfinite  # noqa: E402,F401

@@ -3,7 +3,7 @@
     python -m toaster.pipeline Q.sql --run [--backend interp|calc|imp|llvm|spark]
     python -m toaster.pipeline Q.sql --dump-ir all
 
-Front end (shared):  parse_sql resolve_sql sql_to_calc simplify_calc calc_to_m3
+Front end (shared):  parse_sql resolve_sql nonfinite_sums sql_to_calc simplify_calc calc_to_m3
 Local branch:        m3_range_index m3_view_cache m3_batch_delta m3_factorize m3_to_k3 k3_fuse k3_cse k3_to_imp imp_guard_loops imp_scalar_copies imp_accumulate_loops imp_fuse_loops imp_verify imp_to_llvm
 Distributed branch:  m3_to_dist dist_simplify dist_blocks dist_fuse dist_to_spark  (batch-mode M3)
 
@@ -31,7 +31,7 @@ class Branch:
     description: str = ""
 
 
-FRONT = ("parse_sql", "resolve_sql", "sql_to_calc", "simplify_calc", "calc_to_m3")
+FRONT = ("parse_sql", "resolve_sql", "nonfinite_sums", "sql_to_calc", "simplify_calc", "calc_to_m3")
 BRANCHES = {
     "local": Branch("local", ("m3_range_index", "m3_view_cache", "m3_batch_delta", "m3_factorize", "m3_to_k3", "k3_fuse", "k3_cse", "k3_to_imp", "imp_guard_loops",
                               "imp_scalar_copies", "imp_accumulate_loops", "imp_fuse_loops", "imp_verify",
@@ -307,7 +307,8 @@ class Compilation:
         """Per SELECT, a DuckDB query returning toaster's result columns (keys, then values)."""
         from toaster.frontend.printer import oracle_sql
         self.stage("calc")
-        return tuple(oracle_sql(q) for q in self.ir["sql"].queries)
+        sql = self.ir["sql"]
+        return tuple(oracle_sql(q) for q in (sql.resolved or sql.queries))
 
     def engine(self, backend: str = "interp", **kw):
         """An engine of a registered backend (toaster.backends.BACKENDS) over the stage it runs."""

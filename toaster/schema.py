@@ -33,6 +33,9 @@ class Column:
     type: Type
     nullable: bool = False
     flag_of: str | None = None
+    # FLOAT values reach an incrementally maintained sum, which cannot take an infinity back:
+    # inputs refuse infinities here (set by pass nonfinite_sums; NaN is refused in every FLOAT)
+    finite: bool = field(default=False, compare=False)
 
 
 def physical_columns(columns) -> tuple:

@@ -12,6 +12,8 @@ class SqlStage:
     text: str
     program: object = None       # frontend.ast.SqlProgram
     queries: tuple | None = None  # tuple[ResolvedQuery]
+    resolved: tuple | None = None  # the queries as resolved, before rewrites (the oracle's SQL)
+    finite_columns: frozenset = frozenset()  # (relation, column): FLOAT inputs that must stay finite
 
 
 @pass_("parse_sql", "sql", description="SQL text -> AST (lark grammar)", skippable=False,
@@ -25,7 +27,29 @@ def parse_sql(ir: SqlStage, options: Options) -> SqlStage:
        why_required="the lowering to the calculus needs resolved names and types")
 def resolve_sql(ir: SqlStage, options: Options) -> SqlStage:
     from toaster.frontend.resolve import resolve_program
-    return replace(ir, queries=resolve_program(ir.program))
+    queries = resolve_program(ir.program)
+    return replace(ir, queries=queries, resolved=queries)
+
+
+@pass_("nonfinite_sums", "sql",
+       description="sums that can be infinite or NaN kept as a finite part and counts (retractable)")
+def nonfinite_sums(ir: SqlStage, options: Options) -> SqlStage:
+    """An incremental sum cannot take back an infinity (inf + 2.0 - inf is nan): see
+    toaster/frontend/nonfinite.py."""
+    from toaster.errors import UnsupportedError
+    from toaster.frontend.nonfinite import split_statement
+    queries, finite = [], set(ir.finite_columns)
+    for q in ir.queries:
+        try:
+            q, columns = split_statement(q)
+        except UnsupportedError as e:
+            raise e.located(ir.program.file) from None
+        queries.append(q)
+        finite |= columns
+    relations = tuple(replace(d, columns=tuple(replace(c, finite=True) if (d.name, c.name) in finite else c
+                                               for c in d.columns)) for d in ir.program.relations)
+    return replace(ir, queries=tuple(queries), finite_columns=frozenset(finite),
+                   program=replace(ir.program, relations=relations))
 
 
 def print_sql_stage(ir: SqlStage) -> str:

@@ -205,6 +205,11 @@ class _Resolver(JoinResolution):
         group_by = tuple(self.group_expr(g, scope, targets) for g in sel.group_by)
         having = self.cond(sel.having, scope, None) if sel.having is not None else None
         is_agg = bool(group_by) or having is not None or any(contains_agg(t.expr) for t in targets)
+        if having is not None and not group_by and not any(contains_agg(t.expr) for t in targets):
+            # the whole input as one group, reported or not: no map holds such a group's count
+            pos = getattr(sel.having, "pos", A.NOPOS)
+            raise UnsupportedError("HAVING without GROUP BY and without an aggregate in SELECT",
+                                   line=pos.line or None, column=pos.column or None)
         if is_agg:
             for t in targets:
                 _check_grouped(t.expr, group_by, local)

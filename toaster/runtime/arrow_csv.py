@@ -25,7 +25,7 @@ import pyarrow.csv as pacsv
 from toaster.errors import InputError
 from toaster.runtime.batch import Batch
 from toaster.runtime.chunked import BLOCK_SIZE, Rebatcher, chunk_views, count_breaks
-from toaster.runtime.checks import days_to_yyyymmdd, yyyymmdd_ok
+from toaster.runtime.checks import days_to_yyyymmdd, nonfinite_mask, yyyymmdd_ok
 from toaster.types import INT, FLOAT, DATE, STRING, BOOL
 
 _INT_RX = r"^[+-]?[0-9]+$"
@@ -268,10 +268,14 @@ def _convert(layout: _Layout, table: pa.Table, fast: bool):
                 columns[j] = days_to_yyyymmdd(days)
             else:
                 columns[j] = col if t == STRING else _np(col)
+                if t == FLOAT:
+                    bad |= nonfinite_mask(layout.decl.columns[j], columns[j])
             continue
         values, ok = _from_strings(t, col)
         columns[j] = values
         bad |= ~ok
+        if t == FLOAT:
+            bad |= nonfinite_mask(layout.decl.columns[j], values)
     first = int(np.argmax(bad)) if bad.any() else None
     return columns, signs, seq, first
 

@@ -226,6 +226,33 @@ def canonical_batch(decl, batch: Batch, needed=None) -> Batch:
     return Batch(batch.relation, signs, tuple(cols))
 
 
+def nonfinite_mask(column, values: np.ndarray) -> np.ndarray:
+    """Where a FLOAT column's values are refused: NaN always, infinities in a `finite` column."""
+    return ~np.isfinite(values) if column.finite else np.isnan(values)
+
+
+def nonfinite_reason(v: float) -> str:
+    if v != v:
+        return ("NaN is not supported as an input value (toaster compares and groups floats as "
+                "IEEE 754 does; DuckDB orders NaN above every number)")
+    return ("an infinity cannot be taken back from the incremental sums this column's values "
+            "reach (a NaN would be left)")
+
+
+def check_nonfinite(decl, batch: Batch) -> None:
+    """Refuse NaN in every FLOAT column of a canonical batch, and an infinity in its `finite`
+    columns: vectorized, one pass per FLOAT column."""
+    for j, c in enumerate(decl.columns):
+        col = batch.columns[j]
+        if c.type != FLOAT or c.flag_of is not None or not isinstance(col, np.ndarray):
+            continue
+        bad = nonfinite_mask(c, col)
+        if bad.any():
+            i = int(np.argmax(bad))
+            v = float(col[i])
+            raise InputError(f"{decl.name}.{c.name}: {v} in row {i + 1} of the batch: {nonfinite_reason(v)}")
+
+
 CANONICAL_DTYPES = {INT: np.dtype(np.int64), DATE: np.dtype(np.int64), FLOAT: np.dtype(np.float64),
                      BOOL: np.dtype(np.bool_)}
 

@@ -29,6 +29,7 @@ import numpy as np
 from toaster.errors import InputError, UnsupportedError
 from toaster.runtime.arrow_csv import arrow_supports, read_csv_file
 from toaster.runtime.batch import Batch, NUMPY_DTYPES
+from toaster.runtime.checks import nonfinite_mask, nonfinite_reason
 from toaster.runtime.nulls import logical_decl, logical_needed, physical_batch
 from toaster.schema import RelationDecl
 from toaster.types import Type, INT, FLOAT, DATE, STRING, BOOL
@@ -179,7 +180,7 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
     columns = []
     for j, col in enumerate(decl.columns):
         try:
-            columns.append(_convert_column(col.type, fields_by_col[j], col.nullable))
+            columns.append(_convert_column(col.type, fields_by_col[j], col.nullable, col))
         except (ValueError, OverflowError):
             columns.append(None)       # located below, row by row
     if any(c is None for c in columns):
@@ -187,22 +188,23 @@ def _parse_batch(decl: RelationDecl, lines, delim: str, deletions: bool, path: s
     return Batch(decl.name, signs, tuple(columns), seq)
 
 
-def _convert_column(t: Type, texts: list[str], nullable: bool = False) -> np.ndarray:
+def _convert_column(t: Type, texts: list[str], nullable: bool = False, column=None) -> np.ndarray:
     if nullable:       # an empty field is NULL (None), as in DuckDB's CSV reader
         arr = np.empty(len(texts), dtype=object)
-        arr[:] = [None if not s.strip(" \t") else parse_field(t, s) for s in texts]
+        arr[:] = [None if not s.strip(" \t") else parse_field(t, s, column) for s in texts]
         return arr
     dtype = NUMPY_DTYPES[t]
     if t == STRING:
         arr = np.empty(len(texts), dtype=object)
         arr[:] = texts
         return arr
-    return np.array([parse_field(t, s) for s in texts], dtype=dtype)
+    return np.array([parse_field(t, s, column) for s in texts], dtype=dtype)
 
 
-def parse_field(t: Type, text: str):
+def parse_field(t: Type, text: str, column=None):
     """One field of type t from its CSV text; ValueError if malformed. Blanks and tabs around
-    a number, date or bool are ignored (as Arrow's CSV reader does); strings are kept raw."""
+    a number, date or bool are ignored (as Arrow's CSV reader does); strings are kept raw. A
+    FLOAT of a `column` refuses what toaster.runtime.checks.nonfinite_mask refuses."""
     if t != STRING:
         text = text.strip(" \t")
     if t == INT:
@@ -215,7 +217,10 @@ def parse_field(t: Type, text: str):
     if t == FLOAT:
         if not _FLOAT_RE.match(text):
             raise ValueError(f"not a float: {text!r}")
-        return float(text)
+        v = float(text)
+        if column is not None and nonfinite_mask(column, np.array([v])).any():
+            raise ValueError(f"{text!r}: {nonfinite_reason(v)}")
+        return v
     if t == DATE:
         m = _DATE_RE.match(text)
         if not m:
@@ -270,7 +275,7 @@ def _raise_field_error(decl, lines, delim, lead, path):
             if col.nullable and not text.strip(" \t"):
                 continue           # NULL
             try:
-                parse_field(col.type, text)
+                parse_field(col.type, text, col)
             except (ValueError, OverflowError) as e:
                 raise InputError(f"{decl.name}.{col.name}: {e}", file=path, line=lineno,
                                  column=_field_column(fields, lead + j, delim)) from None

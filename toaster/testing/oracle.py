@@ -56,6 +56,7 @@ class Oracle:
     def apply(self, batch: Batch) -> None:
         held = self.contents[batch.relation.upper()]
         for sign, row in batch.rows():
+            row = _one_nan(row)
             held[row] += sign
             if held[row] == 0:
                 del held[row]
@@ -101,13 +102,24 @@ class Oracle:
             for j, c in enumerate(d.columns):
                 col = np.empty(len(tuples), dtype=NUMPY_DTYPES[c.type])
                 col[:] = [t[j] for t in tuples]
-                arrays[f"c{j}"] = np.repeat(col, counts)
+                # as Arrow: DuckDB reads a numpy float column's NaN as NULL, Arrow's as NaN
+                arrays[f"c{j}"] = pa.array(np.repeat(col, counts))
+            arrays = pa.table(arrays)
         self.con.register("__oracle_input", arrays)
         try:
             exprs = ", ".join(_from_input(f"c{j}", c.type) for j, c in enumerate(logical))
             self.con.execute(f"INSERT INTO {_q(d.name)} SELECT {exprs} FROM __oracle_input")
         finally:
             self.con.unregister("__oracle_input")
+
+
+def _one_nan(row: tuple) -> tuple:
+    """The row with every NaN as math.nan: a Counter finds a NaN row again only by identity
+    (NaN equals nothing, and its hash is its id), so the row a deletion names must hold the
+    same NaN object as the inserted one."""
+    if any(isinstance(v, float) and v != v for v in row):
+        return tuple(math.nan if isinstance(v, float) and v != v else v for v in row)
+    return row
 
 
 def _from_input(col: str, t: Type) -> str:
@@ -172,6 +184,7 @@ def _norm_key(k: tuple, types: Sequence[Type] | None) -> tuple:
         t = types[i] if types is not None and i < len(types) else None
         if t == FLOAT and isinstance(v, (int, float, np.number)):
             v = float(v)
+            v = math.nan if v != v else v        # one NaN object: dict keys match by identity
         elif t in (INT, DATE) and isinstance(v, (int, float, np.number)) and float(v).is_integer():
             v = int(v)
         elif isinstance(v, np.generic):

@@ -92,6 +92,17 @@ class IRMath:
         b, lo, hi = self.b, self.const(lo), self.const(hi)
         return b.select(b.fcmp_ordered(">", x, hi), hi, b.select(b.fcmp_ordered("<", x, lo), lo, x))
 
+    def where_finite(self, x, a, y):
+        b = self.b
+        fabs = b.call(intrinsic(b.module, "llvm.fabs.f64"), [x])
+        return b.select(b.fcmp_ordered("<", fabs, self.const(float("inf"))), a, y)
+
+    def where_nan(self, x, a, y):
+        return self.b.select(self.b.fcmp_unordered("uno", x, x), a, y)
+
+    def where_greater(self, x, y, a, c):
+        return self.b.select(self.b.fcmp_ordered(">", x, y), a, c)
+
 
 def native_call(tg, f: Function, args, t: Type):
     """(value, type) of f(args) in native code, or None when the argument types need the string
