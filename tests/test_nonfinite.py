@@ -150,3 +150,18 @@ def test_oracle_keeps_nan_as_nan_and_deletes_it():
 def test_having_without_group_or_aggregate_is_refused():
     with pytest.raises(UnsupportedError, match="HAVING without GROUP BY"):
         compile_sql(SCHEMA + "SELECT 0 FROM R WHERE TRUE HAVING TRUE;")
+
+
+def test_orderbook_reader_refuses_nan_and_summed_infinities():
+    from toaster.runtime.orderbook import parse_orderbook_lines
+    book = ("CREATE STREAM BIDS(T float, ID int, BROKER_ID int, VOLUME float, PRICE float) FROM FILE "
+            "'ob.csv' LINE DELIMITED orderbook (book := 'bids', brokers := '10', deterministic := 'yes');\n")
+    summed = compile_sql(book + "SELECT SUM(b.PRICE * b.VOLUME) FROM BIDS b;").stage("sql").program.relations[0]
+    maxed = compile_sql(book + "SELECT MAX(b.PRICE) FROM BIDS b;").stage("sql").program.relations[0]
+    lines = ["1,1,B,10,100.5", "2,2,B,5,inf"]
+    with pytest.raises(InputError, match="infinity") as e:
+        list(parse_orderbook_lines(summed, lines, path="ob.csv"))
+    assert (e.value.line, e.value.column) == (2, 9)
+    assert sum(len(b) for b in parse_orderbook_lines(maxed, lines, path="ob.csv")) == 2
+    with pytest.raises(InputError, match="NaN is not supported"):
+        list(parse_orderbook_lines(maxed, lines + ["3,3,B,nan,1.0"], path="ob.csv"))

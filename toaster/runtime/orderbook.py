@@ -47,6 +47,7 @@ import pyarrow.csv as pacsv
 from toaster.errors import InputError
 from toaster.runtime import arrow_csv
 from toaster.runtime.batch import Batch
+from toaster.runtime.checks import nonfinite_mask, nonfinite_reason
 from toaster.runtime.chunked import BLOCK_SIZE, Rebatcher, byte_chunks
 from toaster.schema import RelationDecl
 from toaster.types import INT, FLOAT
@@ -251,6 +252,8 @@ class _Reader:
                 with np.errstate(invalid="ignore"):
                     whole = (np.floor(a) == a) & (a >= -_INT64_LIMIT) & (a < _INT64_LIMIT)
                 bad |= need[j] & ~whole
+            else:              # NaN, and an infinity a summed column refuses (runtime.checks)
+                bad |= need[j] & nonfinite_mask(self.decl.columns[j], a)
         if not bad.any():
             return len(kind), None
         row = int(np.argmax(bad))
@@ -278,6 +281,9 @@ class _Reader:
                                   file=path, line=lineno, column=_column(fields, j))
             if j != 1 and self.int_cols[j] and not (float(v).is_integer() and -2 ** 63 <= v < 2 ** 63):
                 return InputError(f"{decl.name}.{decl.columns[j].name}: {text!r} is not a 64-bit integer",
+                                  file=path, line=lineno, column=_column(fields, j))
+            if j != 1 and not self.int_cols[j] and nonfinite_mask(decl.columns[j], np.array([v])).any():
+                return InputError(f"{decl.name}.{decl.columns[j].name}: {text!r}: {nonfinite_reason(v)}",
                                   file=path, line=lineno, column=_column(fields, j))
         raise AssertionError(f"{path}:{lineno}: the vectorized check found a bad line the line check accepts")
 
