@@ -79,10 +79,13 @@ def test_split_is_what_the_sql_stage_shows():
     text = str(comp.stage("calc"))
     for part in ("finite_part", "is_posinf", "is_neginf", "is_nan"):
         assert f"#{part}" in text
+    assert comp.stage("sql").notes == ("QUERY_1: SUM(R.B / R.A) can be infinite or NaN: kept as its finite part "
+                                       "and counts of +inf, -inf and NaN",)      # --explain's decisions
     plain = compile_sql(SCHEMA + "SELECT A, SUM(B * 2) FROM R GROUP BY A;")
     assert "finite_part" not in str(plain.stage("calc"))       # finite inputs: one sum, as before
     assert {(c.name, c.finite) for c in plain.stage("sql").program.relations[0].columns} == \
         {("A", False), ("B", True), ("C", False)}
+    assert plain.stage("sql").notes[-1].endswith("reach a sum that cannot take one back): R.B")
 
 
 _DOMAINS = {"A": (0, 1, 2), "B": (-1.0, 0.0, 0.5, 2.0), "C": (0.0, 1.0, INF, -INF)}

@@ -237,7 +237,8 @@ def run(args) -> int:
     if args.explain or args.dot:
         from toaster.m3.explain import explain, to_dot
         if args.explain:
-            print(explain(comp.m3))
+            sql = comp.ir.get("sql")
+            print(explain(comp.m3, getattr(sql, "notes", ())))
             if args.backend == "spark":
                 from toaster.backends.spark.engine import explain_jobs
                 print(explain_jobs(comp.stage("spark")))

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from toaster.errors import UnsupportedError
 from toaster.frontend import ast as A
+from toaster.frontend.printer import print_expr
 from toaster.frontend.traverse import _map, iter_nodes
 from toaster.types import FLOAT, INT, STRING
 
@@ -188,7 +189,7 @@ def _refuse(call: A.AggCall, what: str, where: str) -> UnsupportedError:
 
 def split_statement(resolved):
     """(the resolved statement rewritten as the module docstring says, the FLOAT input columns
-    that must stay finite as a set of (relation, column))."""
+    that must stay finite as a set of (relation, column), notes for --explain)."""
     st = _Statement(resolved)
     q = resolved.select
     own = set()
@@ -229,7 +230,13 @@ def split_statement(resolved):
     rewrite = lambda e: None if e is None else _map(_map(e, aggregates), compares)
     new = rewrite(q)
     if new == q:
-        return resolved, finite
+        return resolved, finite, []
+    notes = [f"{resolved.name}: {n.func}({print_expr(n.args[0])}) can be infinite or NaN: "
+             + ("kept as its finite part and counts of +inf, -inf and NaN" if n.func in ("SUM", "AVG")
+                else "NaN rows counted apart (DuckDB orders NaN above every number)") for n in split]
+    if any(isinstance(a, A.Comparison) and isinstance(a.left, A.FuncCall) and a.left.name.startswith("total_")
+           for a in iter_nodes(new)):
+        notes.append(f"{resolved.name}: comparisons of values that can be NaN in DuckDB's order (total_lt/le/eq)")
     keys = tuple((name, rewrite(e)) for name, e in resolved.key_columns)
     values = tuple((name, rewrite(e)) for name, e in resolved.value_columns)
-    return replace(resolved, select=new, key_columns=keys, value_columns=values), finite
+    return replace(resolved, select=new, key_columns=keys, value_columns=values), finite, sorted(notes)

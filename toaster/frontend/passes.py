@@ -14,6 +14,7 @@ class SqlStage:
     queries: tuple | None = None  # tuple[ResolvedQuery]
     resolved: tuple | None = None  # the queries as resolved, before rewrites (the oracle's SQL)
     finite_columns: frozenset = frozenset()  # (relation, column): FLOAT inputs that must stay finite
+    notes: tuple = ()             # decisions, for --explain
 
 
 @pass_("parse_sql", "sql", description="SQL text -> AST (lark grammar)", skippable=False,
@@ -38,17 +39,21 @@ def nonfinite_sums(ir: SqlStage, options: Options) -> SqlStage:
     toaster/frontend/nonfinite.py."""
     from toaster.errors import UnsupportedError
     from toaster.frontend.nonfinite import split_statement
-    queries, finite = [], set(ir.finite_columns)
+    queries, finite, notes = [], set(ir.finite_columns), list(ir.notes)
     for q in ir.queries:
         try:
-            q, columns = split_statement(q)
+            q, columns, said = split_statement(q)
         except UnsupportedError as e:
             raise e.located(ir.program.file) from None
         queries.append(q)
         finite |= columns
+        notes += said
     relations = tuple(replace(d, columns=tuple(replace(c, finite=True) if (d.name, c.name) in finite else c
                                                for c in d.columns)) for d in ir.program.relations)
-    return replace(ir, queries=tuple(queries), finite_columns=frozenset(finite),
+    if finite:
+        notes.append("inputs refusing infinities (their values reach a sum that cannot take one back): "
+                     + ", ".join(f"{r}.{c}" for r, c in sorted(finite)))
+    return replace(ir, queries=tuple(queries), finite_columns=frozenset(finite), notes=tuple(notes),
                    program=replace(ir.program, relations=relations))
 
 

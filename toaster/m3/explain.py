@@ -24,7 +24,9 @@ def dependency_graph(m3) -> nx.DiGraph:
     return g
 
 
-def explain(m3) -> str:
+def explain(m3, notes=()) -> str:
+    """The maps, triggers, decisions (the M3 passes' notes, after `notes` of earlier stages) and
+    dependency graph of an M3 program."""
     g = dependency_graph(m3)
     out = [f"mode: {m3.mode}; {len(m3.maps)} maps, {len(m3.triggers)} triggers, "
            f"{sum(len(t.statements) for t in m3.triggers)} statements", "", "maps:"]
@@ -41,8 +43,9 @@ def explain(m3) -> str:
     for t in m3.triggers:
         out.append(f"  {print_event(t.event)}")
         out += [f"      {print_statement(s)}" for s in t.statements]
-    if m3.notes:
-        out += ["", "decisions:"] + [f"  {n}" for n in dict.fromkeys(m3.notes)]   # each once
+    decisions = tuple(notes) + tuple(m3.notes)
+    if decisions:
+        out += ["", "decisions:"] + [f"  {n}" for n in dict.fromkeys(decisions)]   # each once
     out += ["", "dependency graph (map -> maps its maintenance reads):"]
     for n in nx.topological_sort(g) if nx.is_directed_acyclic_graph(g) else g.nodes:
         succ = sorted(g.successors(n))
