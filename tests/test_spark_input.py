@@ -81,9 +81,24 @@ def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
     all three streams is stage 0 (ORD's and LI's slices pre-aggregated by the executors) and one
     stage of every trigger's dist block: 2 stages (3 before); each step's stages equal the
     planned ones and every view equals DuckDB after every step, replicas included (_run)."""
-    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"ORD", "LI"}, tmp_path, monkeypatch)
+    from toaster.backends.spark import native_input
+    on_driver = []
+    real = native_input.run_on_driver
+
+    def run_on_driver(get_nm, inputs, parts, scattered):       # the native driver path, counted
+        on_driver.extend(e[0].relation for e in inputs)
+        return real(get_nm, inputs, parts, scattered)
+    monkeypatch.setattr(native_input, "run_on_driver", run_on_driver)
+    # CUST's broadcast batch is an input block too: never a row dict (_run's net_delta check), no
+    # generated Python block per row; its block runs on the driver over Arrow columns
+    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch)
+    assert prog.native.inputs["CUST"].broadcast and not prog.native.inputs["ORD"].broadcast
+    assert "CUST" in on_driver
     text = explain_jobs(prog)
-    assert "batch input read by the executors" in text
+    assert "pre-aggregated natively on the driver and broadcast (Arrow/numpy or the partition " \
+           "program's native code, no Python per row): CUST" in text
+    assert "batch input read by the executors (each task pre-aggregates its slice natively, one " \
+           "stage more): ORD, LI" in text
     assert "a batch of every stream (CUST, ORD, LI): 1 job(s), 2 stage(s)" in text
     assert "replicated views (whole on every partition, updated by the broadcast batch): " \
            "REV_mCUST3; batches broadcast to every partition: CUST" in text

@@ -42,6 +42,7 @@ class InputBlock:
     writes: tuple       # the temps it fills (each only Scattered by the trigger)
     columns: tuple = ()     # the batch's column positions it reads (the others never travel)
     plan: tuple | None = None   # input_arrow's plan of the block (None: it runs natively)
+    broadcast: bool = False     # a temp it fills is Broadcast: it runs on the driver (run_on_driver)
 
 
 # ------------------------------------------------------------------ compile time
@@ -99,7 +100,9 @@ def input_blocks(prog, lowered: dict) -> dict:
         plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes})
         if plan is not None and not columns_of(plan) <= set(columns):
             plan = None
-        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan)
+        broadcast = any(isinstance(it, Exchange) and it.kind == "broadcast" and it.source in writes
+                        for it in trig.blocks[1].items)
+        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan, broadcast)
     return out
 
 
@@ -143,8 +146,8 @@ def _columns_read(body, delta: str, arity: int) -> tuple:
 
 
 def _scattered_next(blocks, temps: set) -> bool:
-    """Whether every Scatter of the input block's temps is in the exchange block right after it
-    (so the runtime sees them all before any other planning call)."""
+    """Whether every Scatter (or Broadcast) of the input block's temps is in the exchange block
+    right after it (so the runtime sees them all before any other planning call)."""
     later = [it for b in blocks[2:] for it in b.items if isinstance(it, Exchange) and it.source in temps]
     return len(blocks) > 1 and blocks[1].mode == "exchange" and not later
 
@@ -154,7 +157,7 @@ def _read_later(blocks, names: set) -> bool:
     for b in blocks:
         for it in b.items:
             if isinstance(it, Exchange):
-                if it.source in names and it.kind != "scatter":
+                if it.source in names and it.kind not in ("scatter", "broadcast"):
                     return True
             elif map_names(it.stmt.rhs) & names:
                 return True
@@ -289,16 +292,18 @@ def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None,
         input_task(spec, work, lead, frozenset(spread), lead_reads_records))
 
 
-def run_on_driver(nm, inputs: list, parts: int, scattered: list) -> None:
-    """Run input blocks on the driver (`nm`: the driver's own JIT of the partition program) over
-    their whole batch and add their Scattered temps to `scattered` (per partition), as records
-    the driver scattered: what stage 0 would do, vectorized and native, without the shuffle
-    after it (job_plan._driver_inputs chooses the small batches whose temps the first stage reads)."""
+def run_on_driver(get_nm, inputs: list, parts: int, scattered: list) -> None:
+    """Run input blocks on the driver (`get_nm()`: the driver's own JIT of the partition program,
+    asked for only when a block has no Arrow plan) over their whole batch and add their Scattered
+    temps to `scattered` (per partition; a Broadcast temp to every partition), as records the
+    driver scattered: what stage 0 would do, vectorized and native, without the shuffle after it
+    (job_plan._driver_inputs: the broadcast batches, and the small batches whose temps the first
+    stage reads). No Python per row: Arrow slices in, columns out."""
     out: dict = {}
     for ib, delta, scatters, _ in inputs:
         data = delta.slices(1, ib.columns)[0]
         if data is not None:
-            _run_input(lambda: nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
+            _run_input(get_nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
     for d, recs in out.items():
         scattered[d].extend(recs)
 
@@ -356,6 +361,10 @@ def _run_input(get_nm, data: bytes, block: str, delta: str, scatters, parts_n: i
             continue
         if target in spread:   # read here by the lead stage's spread blocks
             kept.append((target, kcols, vals))
+            continue
+        if positions is None:  # a Broadcast (run_on_driver): every partition gets all of it
+            for d in range(parts_n):
+                out.setdefault(d, []).append((target, kcols, vals))
             continue
         for d, c, v in _split(kcols, vals, positions, parts_n):
             out.setdefault(d, []).append((target, c, v))
