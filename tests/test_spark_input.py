@@ -32,9 +32,9 @@ Q17 = SCHEMA + """SELECT SUM(L.PRICE) AS AVG_YEARLY FROM LI L, PART P
 WHERE P.PK = L.PK AND L.QTY < (SELECT 0.5 * AVG(L2.QTY) FROM LI L2 WHERE L2.PK = P.PK);"""
 
 
-def _run(spark, sql, batches, step, inputs_expected, tmp_path, monkeypatch):
+def _run(spark, sql, batches, step, inputs_expected, tmp_path, monkeypatch, pass_options=None):
     """Apply `batches` (`step` relations per apply_many) and compare with DuckDB after each."""
-    comp = compile_sql(sql, mode="batch")
+    comp = compile_sql(sql, mode="batch", pass_options=pass_options)
     prog = comp.stage("spark")
     assert set(prog.native.inputs) == set(inputs_expected)
     engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=7,
@@ -91,7 +91,8 @@ def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(native_input, "run_on_driver", run_on_driver)
     # CUST's broadcast batch is an input block too: never a row dict (_run's net_delta check), no
     # generated Python block per row; its block runs on the driver over Arrow columns
-    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch)
+    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch,
+                {"m3_to_dist": {"broadcast": "CUST"}})       # CUST's batches are small (no source file here)
     assert prog.native.inputs["CUST"].broadcast and not prog.native.inputs["ORD"].broadcast
     assert "CUST" in on_driver
     text = explain_jobs(prog)
