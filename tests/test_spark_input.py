@@ -105,6 +105,30 @@ def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
            "REV_mCUST3; batches broadcast to every partition: CUST" in text
 
 
+SELF_JOIN = SCHEMA + """SELECT O.PRIO, SUM(O2.PRIO) AS S FROM ORD O, ORD O2, LI L
+WHERE O.CK = O2.CK AND L.OK = O.OK GROUP BY O.PRIO;"""
+
+
+def test_a_block_not_linear_in_its_batch_runs_natively_on_the_driver(spark, tmp_path, monkeypatch):
+    """ORD joined with itself: ORD's first block multiplies its batch by itself (not linear: no
+    split into slices), so it runs natively on the driver over the whole batch (run_on_driver:
+    Arrow columns in, no row dict, no generated Python per row); DuckDB-equal after every step."""
+    from toaster.backends.spark import native_input
+    on_driver = []
+    real = native_input.run_on_driver
+
+    def run_on_driver(get_nm, inputs, parts, scattered):
+        on_driver.extend(e[0].relation for e in inputs)
+        return real(get_nm, inputs, parts, scattered)
+    monkeypatch.setattr(native_input, "run_on_driver", run_on_driver)
+    prog = _run(spark, SELF_JOIN, _stream(SELF_JOIN, 14, 10), 2, {"ORD", "LI"}, tmp_path, monkeypatch)
+    ib = prog.native.inputs["ORD"]
+    assert ib.nonlinear and ib.plan is None and not prog.native.inputs["LI"].on_driver
+    assert "ORD" in on_driver and "LI" not in on_driver
+    assert "on the driver, whole (not linear in the batch; the partition program's native code, no " \
+           "Python per row): ORD" in explain_jobs(prog)
+
+
 def test_q6_shape_global_sum(spark, tmp_path, monkeypatch):
     _run(spark, Q6, _stream(Q6, 12, 12), 1, {"LI"}, tmp_path, monkeypatch)
 

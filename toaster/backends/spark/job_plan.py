@@ -35,10 +35,11 @@ def _payload(element):
 _RECORDS = "records"     # _lead_in_stage0: the lead stage reads the records the driver scattered
 
 
-def _broadcasts(entry) -> bool:
-    """Whether an input entry [InputBlock, delta, scatters, ready] Broadcasts a temp: the whole
-    aggregate must reach every partition, so its block runs on the driver (natively, over Arrow)."""
-    return any(positions is None for _, _, positions in entry[2])
+def _on_driver(entry) -> bool:
+    """Whether an input entry [InputBlock, delta, scatters, ready] runs on the driver (natively,
+    over Arrow): it Broadcasts a temp (the whole aggregate must reach every partition) or is not
+    linear in the batch (it needs the whole batch at once)."""
+    return entry[0].on_driver or any(positions is None for _, _, positions in entry[2])
 
 
 class _Held:
@@ -192,10 +193,10 @@ class JobRunner:
         Unless the moved batches are larger than DRIVER_INPUT_ROWS and than the staying ones
         (TPC-H Q5 would move LINEITEM, ORDERS and CUSTOMER beside SUPPLIER): the driver runs them
         on one core, the executors on P. The dry run (--explain) has empty batches: it counts
-        the moved case. An input block that Broadcasts a temp always runs on the driver (its
-        whole aggregate goes to every partition): TPC-H Q3's CUSTOMER batch."""
-        forced = [e for e in inputs if _broadcasts(e)]
-        inputs = [e for e in inputs if not _broadcasts(e)]
+        the moved case. An input block that Broadcasts a temp (TPC-H Q3's CUSTOMER) or is not
+        linear in the batch (Q7's NATION) always runs on the driver (_on_driver)."""
+        forced = [e for e in inputs if _on_driver(e)]
+        inputs = [e for e in inputs if not _on_driver(e)]
         if more_follow or self._carried is not None or not self._stages \
                 or len(inputs) < 2 or not self._stages[0].blocks:
             return forced

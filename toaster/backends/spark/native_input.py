@@ -43,6 +43,12 @@ class InputBlock:
     columns: tuple = ()     # the batch's column positions it reads (the others never travel)
     plan: tuple | None = None   # input_arrow's plan of the block (None: it runs natively)
     broadcast: bool = False     # a temp it fills is Broadcast: it runs on the driver (run_on_driver)
+    nonlinear: bool = False     # not a sum over the batch's rows: on the driver, over the whole batch
+
+    @property
+    def on_driver(self) -> bool:
+        """Whether the block always runs on the driver (job_plan._driver_inputs), natively."""
+        return self.broadcast or self.nonlinear
 
 
 # ------------------------------------------------------------------ compile time
@@ -91,18 +97,23 @@ def input_blocks(prog, lowered: dict) -> dict:
         if code.params != (delta,) or set(code.fresh) != set(writes) or \
                 any(tags[w].kind != "temp" for w in writes):
             continue
-        if any(map_names(s.rhs) != {delta} or not linear_in(s.rhs, rel) for s in stmts):
+        if any(map_names(s.rhs) != {delta} for s in stmts):
             continue
         if _read_later(trig.blocks[1:], set(writes) | {delta}) or not _scattered_next(trig.blocks, set(writes)):
             continue
         decl = next(r for r in prog.relations if r.name == rel)
-        columns = _columns_read(code.body, delta, len(decl.columns))
-        plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes})
+        # a block not linear in the batch (TPC-H Q7's NATION joined with itself) is not split: it
+        # runs on the driver over the whole batch, every column travelling (merging rows that
+        # differ in a column it does not read is sound for sums only)
+        linear = all(linear_in(s.rhs, rel) for s in stmts)
+        columns = (_columns_read(code.body, delta, len(decl.columns)) if linear
+                   else tuple(range(len(decl.columns))))
+        plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes}) if linear else None
         if plan is not None and not columns_of(plan) <= set(columns):
             plan = None
         broadcast = any(isinstance(it, Exchange) and it.kind == "broadcast" and it.source in writes
                         for it in trig.blocks[1].items)
-        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan, broadcast)
+        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan, broadcast, not linear)
     return out
 
 
