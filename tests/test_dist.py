@@ -481,7 +481,7 @@ def test_small_view_replicated_and_its_batch_broadcast_remove_every_repart(parti
     (C, O)-views where they lie (partitioned by OK), O's batch joins the replicated view where it
     is Scattered; no Repart and no view copy remain (placement.choose_replicated). The simulated
     cluster (every partition's replica checked equal) equals the interpreter, deletions included."""
-    comp = compile_sql(CHAIN, mode="batch")
+    comp = compile_sql(CHAIN, mode="batch", pass_options={"m3_to_dist": {"broadcast": "C"}})
     prog = comp.stage("dist")
     replicated = [m.name for m in prog.maps if isinstance(m.tag, Replicated) and m.kind == "view"]
     assert len(replicated) == 1 and not any(m.copy_of for m in prog.maps)
@@ -496,3 +496,41 @@ def test_small_view_replicated_and_its_batch_broadcast_remove_every_repart(parti
     assert f"{replicated[0]!r}: ()" in comp.stage("spark").source      # DIST_MAPS: () = replicated
     _, sim = simulated_program(CHAIN, partitions)
     _simulate_against_interp(comp, sim, seed=20 + partitions)
+
+
+def _replicated_views(comp) -> list:
+    return [m.name for m in comp.stage("dist").maps if isinstance(m.tag, Replicated) and m.kind == "view"]
+
+
+def test_replication_weighs_relation_sizes(tmp_path):
+    """The choice of replicated views weighs sizes (replication.broadcastable): a relation's batch
+    is broadcast only when it is known small, by a hint (m3_to_dist{broadcast=...}) or by its
+    source file's share of the bytes of every triggered relation's source (default at most 5 %);
+    a relation without a readable source is presumed large."""
+    from toaster.dist.replication import broadcastable, source_sizes
+    def write(sizes):
+        for rel, n in sizes.items():
+            (tmp_path / f"{rel.lower()}.csv").write_text("x" * n)
+
+    def chain(**opts):
+        return compile_sql(CHAIN, mode="batch", base_dir=str(tmp_path), pass_options={"m3_to_dist": opts} if opts else None)
+    # no source file: every relation presumed large, nothing replicated (C's view is Reparted / copied)
+    assert _replicated_views(chain()) == []
+    assert broadcastable(chain().m3) == frozenset()
+    # hints: exactly the named relations may be broadcast ('*': any)
+    c_view = _replicated_views(chain(broadcast="C"))
+    assert len(c_view) == 1 and _replicated_views(chain(broadcast="*")) == c_view
+    assert not set(c_view) & set(_replicated_views(chain(broadcast="O,L")))   # C's view: C's batch
+    # sizes from the source files: C at 1 % of the bytes is broadcast, at 40 % it is not
+    write({"C": 100, "O": 3_000, "L": 6_900})
+    m3 = chain().m3
+    assert source_sizes(m3, str(tmp_path)) == {"C": 100, "O": 3_000, "L": 6_900}
+    assert broadcastable(m3, (), 0.05, str(tmp_path)) == frozenset({"C"})
+    assert _replicated_views(chain()) == c_view
+    assert _replicated_views(chain(broadcast_share=0.005)) == []
+    write({"C": 4_000, "O": 3_000, "L": 3_000})
+    assert _replicated_views(chain()) == []
+    assert _replicated_views(chain(broadcast="C")) == c_view     # a hint overrides the sizes
+    (tmp_path / "o.csv").unlink()                                    # O unknown: presumed large
+    write({"C": 10, "L": 3_000})
+    assert broadcastable(chain().m3, (), 0.05, str(tmp_path)) == frozenset({"C"})

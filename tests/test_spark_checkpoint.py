@@ -210,7 +210,7 @@ def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path, re
     once per partition, a restore gives every partition all of it, and each partition's replica
     is rebuilt from its own durable copy."""
     from test_dist import CHAIN
-    comp = compile_sql(CHAIN, mode="batch", pass_options={"m3_to_dist": {"replicate": replicate}})
+    comp = compile_sql(CHAIN, mode="batch", pass_options={"m3_to_dist": {"replicate": replicate, "broadcast": "C"}})
     prog = comp.stage("spark")
     if replicate:
         assert "VIEW_COPIES = {}" in prog.source and "': ()" in prog.source

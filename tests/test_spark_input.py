@@ -32,9 +32,9 @@ Q17 = SCHEMA + """SELECT SUM(L.PRICE) AS AVG_YEARLY FROM LI L, PART P
 WHERE P.PK = L.PK AND L.QTY < (SELECT 0.5 * AVG(L2.QTY) FROM LI L2 WHERE L2.PK = P.PK);"""
 
 
-def _run(spark, sql, batches, step, inputs_expected, tmp_path, monkeypatch):
+def _run(spark, sql, batches, step, inputs_expected, tmp_path, monkeypatch, pass_options=None):
     """Apply `batches` (`step` relations per apply_many) and compare with DuckDB after each."""
-    comp = compile_sql(sql, mode="batch")
+    comp = compile_sql(sql, mode="batch", pass_options=pass_options)
     prog = comp.stage("spark")
     assert set(prog.native.inputs) == set(inputs_expected)
     engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=7,
@@ -81,12 +81,52 @@ def test_q3_shape_three_streams_one_job_per_step(spark, tmp_path, monkeypatch):
     all three streams is stage 0 (ORD's and LI's slices pre-aggregated by the executors) and one
     stage of every trigger's dist block: 2 stages (3 before); each step's stages equal the
     planned ones and every view equals DuckDB after every step, replicas included (_run)."""
-    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"ORD", "LI"}, tmp_path, monkeypatch)
+    from toaster.backends.spark import native_input
+    on_driver = []
+    real = native_input.run_on_driver
+
+    def run_on_driver(get_nm, inputs, parts, scattered):       # the native driver path, counted
+        on_driver.extend(e[0].relation for e in inputs)
+        return real(get_nm, inputs, parts, scattered)
+    monkeypatch.setattr(native_input, "run_on_driver", run_on_driver)
+    # CUST's broadcast batch is an input block too: never a row dict (_run's net_delta check), no
+    # generated Python block per row; its block runs on the driver over Arrow columns
+    prog = _run(spark, Q3, _stream(Q3, 11, 24), 3, {"CUST", "ORD", "LI"}, tmp_path, monkeypatch,
+                {"m3_to_dist": {"broadcast": "CUST"}})       # CUST's batches are small (no source file here)
+    assert prog.native.inputs["CUST"].broadcast and not prog.native.inputs["ORD"].broadcast
+    assert "CUST" in on_driver
     text = explain_jobs(prog)
-    assert "batch input read by the executors" in text
+    assert "pre-aggregated natively on the driver and broadcast (Arrow/numpy or the partition " \
+           "program's native code, no Python per row): CUST" in text
+    assert "batch input read by the executors (each task pre-aggregates its slice natively, one " \
+           "stage more): ORD, LI" in text
     assert "a batch of every stream (CUST, ORD, LI): 1 job(s), 2 stage(s)" in text
     assert "replicated views (whole on every partition, updated by the broadcast batch): " \
            "REV_mCUST3; batches broadcast to every partition: CUST" in text
+
+
+SELF_JOIN = SCHEMA + """SELECT O.PRIO, SUM(O2.PRIO) AS S FROM ORD O, ORD O2, LI L
+WHERE O.CK = O2.CK AND L.OK = O.OK GROUP BY O.PRIO;"""
+
+
+def test_a_block_not_linear_in_its_batch_runs_natively_on_the_driver(spark, tmp_path, monkeypatch):
+    """ORD joined with itself: ORD's first block multiplies its batch by itself (not linear: no
+    split into slices), so it runs natively on the driver over the whole batch (run_on_driver:
+    Arrow columns in, no row dict, no generated Python per row); DuckDB-equal after every step."""
+    from toaster.backends.spark import native_input
+    on_driver = []
+    real = native_input.run_on_driver
+
+    def run_on_driver(get_nm, inputs, parts, scattered):
+        on_driver.extend(e[0].relation for e in inputs)
+        return real(get_nm, inputs, parts, scattered)
+    monkeypatch.setattr(native_input, "run_on_driver", run_on_driver)
+    prog = _run(spark, SELF_JOIN, _stream(SELF_JOIN, 14, 10), 2, {"ORD", "LI"}, tmp_path, monkeypatch)
+    ib = prog.native.inputs["ORD"]
+    assert ib.nonlinear and ib.plan is None and not prog.native.inputs["LI"].on_driver
+    assert "ORD" in on_driver and "LI" not in on_driver
+    assert "on the driver, whole (not linear in the batch; the partition program's native code, no " \
+           "Python per row): ORD" in explain_jobs(prog)
 
 
 def test_q6_shape_global_sum(spark, tmp_path, monkeypatch):

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from toaster.errors import UsageError
 from toaster.passes import Pass, register
 from toaster.dist.batch_domain import restrict_rescans
-from toaster.dist.replication import broadcast_relations, choose_replicated
+from toaster.dist.replication import BROADCAST_SHARE, broadcast_relations, broadcastable, choose_replicated
 from toaster.dist.ir import (LOCAL, REPLICATED, Local, Dist, Replicated, Repart, Scatter, Gather, Broadcast,
                              DistMap, DistStatement,
                                             Block, DistTrigger, DistProgram, delta_map_name, map_ref_tag,
@@ -523,6 +523,8 @@ class M3ToDist(Pass):
     splits by is updated by the batch's keys only (toaster.dist.batch_domain); false: rescan.
     replicate: keep views that only add batch aggregates whole on every partition, their batches
     Broadcast, where that saves Reparts (choose_replicated); false: partition every view.
+    broadcast: relations whose batches may be broadcast (small), e.g. `CUSTOMER,NATION`; `*`: any;
+    default: source file at most broadcast_share of the sources' bytes (replication.broadcastable).
     """
     name = "m3_to_dist"
     takes = "m3"
@@ -533,15 +535,21 @@ class M3ToDist(Pass):
     view_copies: bool = True
     batch_domains: bool = True
     replicate: bool = True
+    broadcast: tuple[str, ...] = ()
+    broadcast_share: float = BROADCAST_SHARE
 
     def run(self, prog, options):
+        allowed = broadcastable(prog, self.broadcast, self.broadcast_share, options.base_dir)
         return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies,
-                          self.batch_domains, self.replicate)
+                          self.batch_domains, self.replicate, allowed)
 
 
 def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True,
-               view_copies_on: bool = True, batch_domains: bool = True, replicate: bool = True) -> DistProgram:
-    """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2)."""
+               view_copies_on: bool = True, batch_domains: bool = True, replicate: bool = True,
+               broadcast=None) -> DistProgram:
+    """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2).
+    `broadcast`: the relations whose batches may be broadcast (replication.broadcastable; None:
+    any, the exchange count alone decides)."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
     override = dict(override or {})
@@ -555,7 +563,7 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
         return _place_program(prog, override, random_batch, view_copies_on, batch_domains, replicated)
     replicated = frozenset()
     if replicate and any(t.event.kind == "batch" for t in prog.triggers):
-        replicated = choose_replicated(prog, build, frozenset(override))
+        replicated = choose_replicated(prog, build, frozenset(override), broadcast)
     return build(replicated)
 
 

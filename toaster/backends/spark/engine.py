@@ -48,8 +48,17 @@ def explain_jobs(program: SparkProgram) -> str:
         how = "dist blocks: " + ("Python functions (pygen)" if "def dist_block_" in program.source else "none")
     lines = [how]
     inputs = program.native.inputs if program.native is not None else {}
-    executors = [r.name for r in rels if r.name in inputs]
+    executors = [r.name for r in rels if r.name in inputs and not inputs[r.name].on_driver]
+    on_driver = [r.name for r in rels if r.name in inputs and inputs[r.name].on_driver]
+    broadcast = [r for r in on_driver if inputs[r].broadcast]
+    nonlinear = [r for r in on_driver if not inputs[r].broadcast]
     driver = [r.name for r in rels if r.name not in inputs]
+    if broadcast:
+        lines.append("batch input pre-aggregated natively on the driver and broadcast (Arrow/numpy "
+                     "or the partition program's native code, no Python per row): " + ", ".join(broadcast))
+    if nonlinear:
+        lines.append("batch input pre-aggregated natively on the driver, whole (not linear in the batch; "
+                     "the partition program's native code, no Python per row): " + ", ".join(nonlinear))
     if executors:
         lines.append("batch input read by the executors (each task pre-aggregates its slice natively, "
                      "one stage more): " + ", ".join(executors))
@@ -70,7 +79,7 @@ def explain_jobs(program: SparkProgram) -> str:
     if streams:
         jobs, stages = planned_counts(cls, streams, inputs)
         lines.append(f"  a batch of every stream ({', '.join(streams)}): {jobs} job(s), {stages} stage(s)")
-        moved = driver_inputs(cls, streams, inputs)
+        moved = [r for r in driver_inputs(cls, streams, inputs) if r not in on_driver]
         if moved:
             lines.append(f"    of it pre-aggregated natively on the driver (the job's first stage reads it; "
                          f"that stage then runs in stage 0): {', '.join(moved)}")

@@ -35,6 +35,13 @@ def _payload(element):
 _RECORDS = "records"     # _lead_in_stage0: the lead stage reads the records the driver scattered
 
 
+def _on_driver(entry) -> bool:
+    """Whether an input entry [InputBlock, delta, scatters, ready] runs on the driver (natively,
+    over Arrow): it Broadcasts a temp (the whole aggregate must reach every partition) or is not
+    linear in the batch (it needs the whole batch at once)."""
+    return entry[0].on_driver or any(positions is None for _, _, positions in entry[2])
+
+
 class _Held:
     """The partition program where native_exec.module_for expects a broadcast (the driver's JIT)."""
     __slots__ = ("value",)
@@ -96,8 +103,8 @@ class JobRunner:
             specs = self._specs(more_follow)
             inputs = self._take_inputs()
             moved = self._driver_inputs(inputs, more_follow)
-            if moved:        # small batches pre-aggregated here: the first stage joins stage 0
-                native_input.run_on_driver(self._driver_module(), moved, P, self._scattered)
+            if moved:        # broadcast and small batches pre-aggregated here (Arrow or native code)
+                native_input.run_on_driver(self._driver_module, moved, P, self._scattered)
                 inputs = [e for e in inputs if not any(e is m for m in moved)]
             lead, spread = None, ()
             how = self._lead_in_stage0(inputs, more_follow)
@@ -186,18 +193,21 @@ class JobRunner:
         Unless the moved batches are larger than DRIVER_INPUT_ROWS and than the staying ones
         (TPC-H Q5 would move LINEITEM, ORDERS and CUSTOMER beside SUPPLIER): the driver runs them
         on one core, the executors on P. The dry run (--explain) has empty batches: it counts
-        the moved case."""
+        the moved case. An input block that Broadcasts a temp (TPC-H Q3's CUSTOMER) or is not
+        linear in the batch (Q7's NATION) always runs on the driver (_on_driver)."""
+        forced = [e for e in inputs if _on_driver(e)]
+        inputs = [e for e in inputs if not _on_driver(e)]
         if more_follow or self._carried is not None or not self._stages \
                 or len(inputs) < 2 or not self._stages[0].blocks:
-            return []
+            return forced
         st = self._stages[0]
         reads = {p for _, params, _ in st.blocks for p in params} | {x[1] for x in st.reparts + st.gathers}
         moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads]
         stay = [e for e in inputs if not any(e is m for m in moved)]
         if not moved or not stay or \
                 sum(len(e[1]) for e in moved) > max(self.DRIVER_INPUT_ROWS, sum(len(e[1]) for e in stay)):
-            return []
-        return moved
+            return forced
+        return forced + moved
 
     def _driver_module(self):
         """The driver's JIT of the partition program (its own store: input blocks only)."""

@@ -42,6 +42,13 @@ class InputBlock:
     writes: tuple       # the temps it fills (each only Scattered by the trigger)
     columns: tuple = ()     # the batch's column positions it reads (the others never travel)
     plan: tuple | None = None   # input_arrow's plan of the block (None: it runs natively)
+    broadcast: bool = False     # a temp it fills is Broadcast: it runs on the driver (run_on_driver)
+    nonlinear: bool = False     # not a sum over the batch's rows: on the driver, over the whole batch
+
+    @property
+    def on_driver(self) -> bool:
+        """Whether the block always runs on the driver (job_plan._driver_inputs), natively."""
+        return self.broadcast or self.nonlinear
 
 
 # ------------------------------------------------------------------ compile time
@@ -90,16 +97,23 @@ def input_blocks(prog, lowered: dict) -> dict:
         if code.params != (delta,) or set(code.fresh) != set(writes) or \
                 any(tags[w].kind != "temp" for w in writes):
             continue
-        if any(map_names(s.rhs) != {delta} or not linear_in(s.rhs, rel) for s in stmts):
+        if any(map_names(s.rhs) != {delta} for s in stmts):
             continue
         if _read_later(trig.blocks[1:], set(writes) | {delta}) or not _scattered_next(trig.blocks, set(writes)):
             continue
         decl = next(r for r in prog.relations if r.name == rel)
-        columns = _columns_read(code.body, delta, len(decl.columns))
-        plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes})
+        # a block not linear in the batch (TPC-H Q7's NATION joined with itself) is not split: it
+        # runs on the driver over the whole batch, every column travelling (merging rows that
+        # differ in a column it does not read is sound for sums only)
+        linear = all(linear_in(s.rhs, rel) for s in stmts)
+        columns = (_columns_read(code.body, delta, len(decl.columns)) if linear
+                   else tuple(range(len(decl.columns))))
+        plan = compile_plan(stmts, decl, {w: tags[w].type for w in writes}) if linear else None
         if plan is not None and not columns_of(plan) <= set(columns):
             plan = None
-        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan)
+        broadcast = any(isinstance(it, Exchange) and it.kind == "broadcast" and it.source in writes
+                        for it in trig.blocks[1].items)
+        out[rel] = InputBlock(rel, code.name, delta, writes, columns, plan, broadcast, not linear)
     return out
 
 
@@ -143,8 +157,8 @@ def _columns_read(body, delta: str, arity: int) -> tuple:
 
 
 def _scattered_next(blocks, temps: set) -> bool:
-    """Whether every Scatter of the input block's temps is in the exchange block right after it
-    (so the runtime sees them all before any other planning call)."""
+    """Whether every Scatter (or Broadcast) of the input block's temps is in the exchange block
+    right after it (so the runtime sees them all before any other planning call)."""
     later = [it for b in blocks[2:] for it in b.items if isinstance(it, Exchange) and it.source in temps]
     return len(blocks) > 1 and blocks[1].mode == "exchange" and not later
 
@@ -154,7 +168,7 @@ def _read_later(blocks, names: set) -> bool:
     for b in blocks:
         for it in b.items:
             if isinstance(it, Exchange):
-                if it.source in names and it.kind != "scatter":
+                if it.source in names and it.kind not in ("scatter", "broadcast"):
                     return True
             elif map_names(it.stmt.rhs) & names:
                 return True
@@ -289,16 +303,18 @@ def stage0(sc, parts: int, scattered: list, inputs: list, spec: dict, lead=None,
         input_task(spec, work, lead, frozenset(spread), lead_reads_records))
 
 
-def run_on_driver(nm, inputs: list, parts: int, scattered: list) -> None:
-    """Run input blocks on the driver (`nm`: the driver's own JIT of the partition program) over
-    their whole batch and add their Scattered temps to `scattered` (per partition), as records
-    the driver scattered: what stage 0 would do, vectorized and native, without the shuffle
-    after it (job_plan._driver_inputs chooses the small batches whose temps the first stage reads)."""
+def run_on_driver(get_nm, inputs: list, parts: int, scattered: list) -> None:
+    """Run input blocks on the driver (`get_nm()`: the driver's own JIT of the partition program,
+    asked for only when a block has no Arrow plan) over their whole batch and add their Scattered
+    temps to `scattered` (per partition; a Broadcast temp to every partition), as records the
+    driver scattered: what stage 0 would do, vectorized and native, without the shuffle after it
+    (job_plan._driver_inputs: the broadcast batches, and the small batches whose temps the first
+    stage reads). No Python per row: Arrow slices in, columns out."""
     out: dict = {}
     for ib, delta, scatters, _ in inputs:
         data = delta.slices(1, ib.columns)[0]
         if data is not None:
-            _run_input(lambda: nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
+            _run_input(get_nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
     for d, recs in out.items():
         scattered[d].extend(recs)
 
@@ -356,6 +372,10 @@ def _run_input(get_nm, data: bytes, block: str, delta: str, scatters, parts_n: i
             continue
         if target in spread:   # read here by the lead stage's spread blocks
             kept.append((target, kcols, vals))
+            continue
+        if positions is None:  # a Broadcast (run_on_driver): every partition gets all of it
+            for d in range(parts_n):
+                out.setdefault(d, []).append((target, kcols, vals))
             continue
         for d, c, v in _split(kcols, vals, positions, parts_n):
             out.setdefault(d, []).append((target, c, v))

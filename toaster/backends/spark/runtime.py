@@ -242,8 +242,9 @@ class DistRuntime(JobRunner):
     def broadcast(self, target: str, source: str, parts: tuple = ()) -> None:
         """Every partition gets all of a driver map (a small batch aggregate that updates a
         replicated view or joins a view where it lies): it rides in each task's stage-0 payload."""
-        if source in self._input_temps:
-            raise AssertionError(f"broadcast of {source}, which the executors fill")
+        if source in self._input_temps:     # an input block's temp: filled natively on the driver
+            self._input_temps[source][2].append((target, source, None))      # None: every partition
+            return
         if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
             self._flush(more=True)
         if self.native is not None:
