@@ -9,11 +9,14 @@ its last ungrouped descent:
 
 * ungrouped index (K = 2): globals `rix.memo.<IDX>.{iok,ilo,ihi,ival}` (interval) and
   `{bok,bcode,ba,bres}` (descent; `a` compared by its bits);
-* grouped index (K > 2): temp maps `<IDX>.memo.{ok,lo,hi,val}[g..]` (one-key maps of small
-  broker ids are direct tables: a hit is a few loads).
+* grouped index (K > 2): the bounds of its last read and their epoch (globals `rix.memo.<IDX>.
+  {elo,ehi,epoch}`: new bounds start a new epoch), and temp maps `<IDX>.memo.{stamp,val}[g..]`:
+  group g's value, computed in epoch stamp[g] (one-key maps of small broker ids are direct
+  tables: a hit is two loads). Every group of MST's index is read with the same bounds.
 
-A level loop writing group g clears ok[g] (K = 2: both ok globals), before any level moves; the
-rollback's rebuild and `rix.unmask` (before raw entries are read or loaded) clear every memo. An
+A level loop writing group g sets stamp[g] = 0 (no epoch; K = 2: clears both ok globals), before
+any level moves; the rollback's rebuild and `rix.unmask` (before raw entries are read or loaded)
+clear every memo. An
 answer is reused only over the same node values and arguments, so it is bit for bit the answer
 the read would compute (float sums included). Descents of grouped indexes and `rix_sum` (the
 fallback's per-key sums, whose arguments differ at each call) are not memoized.
@@ -64,8 +67,9 @@ def install_memo(module, maps: dict, m) -> None:
             memo[field] = _global(module, f"rix.memo.{m.name}.{field}", ty)
     else:
         groups = m.spec.key_types[:m.K - 2]
-        memo = {}
-        for field in ("ok", "lo", "hi", "val"):
+        memo = {field: _global(module, f"rix.memo.{m.name}.{field}", I64) for field in ("elo", "ehi", "epoch")}
+        memo["epoch"].initializer = i64(1)      # stamp 0 (absent, written) is never an epoch
+        for field in ("stamp", "val"):
             spec = MapSpec(f"{m.name}.memo.{field}", groups, m.spec.value_type if field == "val" else INT, "temp")
             memo[field] = maps[spec.name] = NativeMap(module, m.rt, spec)
     m.rix_memo = memo
@@ -80,7 +84,7 @@ def invalidate(b, m, gs) -> None:
         b.store(i64(0), memo["iok"])
         b.store(i64(0), memo["bok"])
     else:
-        b.call(memo["ok"].set_fn, list(gs) + [i64(0)])
+        b.call(memo["stamp"].set_fn, list(gs) + [i64(0)])
 
 
 def invalidate_all(b, m) -> None:
@@ -91,7 +95,7 @@ def invalidate_all(b, m) -> None:
         b.store(i64(0), memo["iok"])
         b.store(i64(0), memo["bok"])
     else:
-        b.call(memo["ok"].clear_fn, [])
+        b.call(memo["stamp"].clear_fn, [])
 
 
 def build_interval_memo(m, interval_fn):
@@ -105,28 +109,39 @@ def build_interval_memo(m, interval_fn):
     entry, check, hit, miss = (f.append_basic_block(n) for n in ("entry", "check", "hit", "miss"))
     b = ir.IRBuilder(entry)
     if groups == 0:
-        def load(field):
-            return b.load(memo[field], typ=m.vty if field == "ival" else I64)
-        ok_name, fields = "iok", ("ilo", "ihi", "ival")
-    else:
-        def load(field):
-            return b.call(memo[field].get_fn, gs)
-        ok_name, fields = "ok", ("lo", "hi", "val")
-    b.cbranch(b.icmp_unsigned("!=", load(ok_name), i64(0)), check, miss)
-    b = ir.IRBuilder(check)
-    same = b.and_(b.icmp_signed("==", load(fields[0]), lo), b.icmp_signed("==", load(fields[1]), hi))
-    b.cbranch(same, hit, miss)
-    b = ir.IRBuilder(hit)
-    b.ret(load(fields[2]))
-    b = ir.IRBuilder(miss)
-    v = b.call(interval_fn, [lo, hi] + gs)
-    if groups == 0:
+        b.cbranch(b.icmp_unsigned("!=", b.load(memo["iok"], typ=I64), i64(0)), check, miss)
+        c = ir.IRBuilder(check)
+        same = c.and_(c.icmp_signed("==", c.load(memo["ilo"], typ=I64), lo),
+                      c.icmp_signed("==", c.load(memo["ihi"], typ=I64), hi))
+        c.cbranch(same, hit, miss)
+        h = ir.IRBuilder(hit)
+        h.ret(h.load(memo["ival"], typ=m.vty))
+        s = ir.IRBuilder(miss)
+        v = s.call(interval_fn, [lo, hi] + gs)
         for field, x in zip(("ilo", "ihi", "ival", "iok"), (lo, hi, v, i64(1))):
-            b.store(x, memo[field])
-    else:
-        for field, x in zip(("lo", "hi", "val", "ok"), (lo, hi, v, i64(1))):
-            b.call(memo[field].set_fn, gs + [x])
-    b.ret(v)
+            s.store(x, memo[field])
+        s.ret(v)
+        return f
+    # grouped: same bounds as the last read -> this epoch; else a new epoch (every stamp stale)
+    new_epoch = f.append_basic_block("new_epoch")
+    same = b.and_(b.icmp_signed("==", b.load(memo["elo"], typ=I64), lo),
+                  b.icmp_signed("==", b.load(memo["ehi"], typ=I64), hi))
+    b.cbranch(same, check, new_epoch)
+    n = ir.IRBuilder(new_epoch)
+    n.store(n.add(n.load(memo["epoch"], typ=I64), i64(1)), memo["epoch"])
+    n.store(lo, memo["elo"])
+    n.store(hi, memo["ehi"])
+    n.branch(miss)
+    c = ir.IRBuilder(check)
+    stamp = c.call(memo["stamp"].get_fn, gs)
+    c.cbranch(c.icmp_signed("==", stamp, c.load(memo["epoch"], typ=I64)), hit, miss)
+    h = ir.IRBuilder(hit)
+    h.ret(h.call(memo["val"].get_fn, gs))
+    s = ir.IRBuilder(miss)
+    v = s.call(interval_fn, [lo, hi] + gs)
+    s.call(memo["stamp"].set_fn, gs + [s.load(memo["epoch"], typ=I64)])
+    s.call(memo["val"].set_fn, gs + [v])
+    s.ret(v)
     return f
 
 
