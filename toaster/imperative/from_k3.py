@@ -240,9 +240,15 @@ class _Lowering:
                 vt = type_of(fn.body)
                 tmp = self.temp_map("GROUP", key_types, vt)
 
+                # the group key binds only the fields it reads: fn's parameters bind every field
+                # again below (a field bound twice was computed twice: MST's per-broker
+                # rix_interval reads, one of them into a dead local)
+                used = k3.free_vars(g.body)
+
                 def step(elem, eenv):
                     pre, fs = self.fields(elem, eenv)
-                    dg, envg = self.bind(g.params, fs, env)
+                    kept = [(p, f) for p, f in zip(g.params, fs) if p.name in used]
+                    dg, envg = self.bind(tuple(p for p, _ in kept), [f for _, f in kept], env)
                     sk, keys = self.fields(g.body, envg)
                     df, envf = self.bind(fn.params[1:], fs, env)
                     sa, va = self.scalar(addend, envf)

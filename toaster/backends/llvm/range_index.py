@@ -17,6 +17,7 @@ from toaster.backends.llvm.hashmap import F64, I64, i64
 from toaster.backends.llvm.range_mask import cached as _cached, ctlz as _ctlz, function as _function, \
     leaf_key, leaf_level, region as _region, root as _root, root_total as _root_total, state as _state, \
     vadd as _add
+from toaster.backends.llvm.range_memo import build_bound_memo, build_interval_memo
 from toaster.backends.llvm.range_mask import emit_index_rebuild, install_masks, masked_update  # noqa: F401 (codegen, trigger_gen)
 from toaster.types import DATE, FLOAT, INT
 
@@ -344,6 +345,8 @@ def _build_bound(m):
 def _interval_call(tg, args):
     m, gs = _index(tg, args)
     fn = _cached(tg, "interval", m, _build_interval)
+    if getattr(m, "rix_memo", None) is not None:        # range_memo.py
+        fn = _cached(tg, "imemo", m, lambda m: build_interval_memo(m, fn))
     v = tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], INT)] + gs)
     return v, FLOAT if m.vty == F64 else INT
 
@@ -371,6 +374,8 @@ def _sum_call(tg, args):
 def _bound_call(tg, args):
     m, gs = _index(tg, args)
     fn = _cached(tg, "bound", m, _build_bound)
+    if m.K == 2 and getattr(m, "rix_memo", None) is not None:      # range_memo.py
+        fn = _cached(tg, "bmemo", m, lambda m: build_bound_memo(m, fn))
     return tg.b.call(fn, [tg.typed(args[1], INT), tg.typed(args[2], FLOAT)] + gs), INT
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from toaster.backends.llvm.hashmap import F64, I64, PTR, NativeMap, i64
+from toaster.backends.llvm.range_memo import install_memo, invalidate, invalidate_all
 from toaster.imperative.ir import MapSpec
 from toaster.m3.range_index import LEVELS_MAP
 from toaster.types import FLOAT, INT
@@ -59,7 +60,7 @@ def install_masks(module, maps: dict, rebuilt: dict, prog) -> None:
     masked = []
     writes = _level_loop_writes(prog)
     for name, m in list(maps.items()):
-        m.rix_mask = m.rix_keys = None
+        m.rix_mask = m.rix_keys = m.rix_memo = None
         if name in rebuilt and m.K >= 2 and writes.get(name) is True:
             gs = []
             for field in MASK_FIELDS:
@@ -69,10 +70,12 @@ def install_masks(module, maps: dict, rebuilt: dict, prog) -> None:
             m.rix_mask = tuple(gs)
             spec = MapSpec(f"{name}.leafkey", m.spec.key_types, INT, "temp")
             m.rix_keys = maps[spec.name] = NativeMap(module, m.rt, spec)
+            install_memo(module, maps, m)
             masked.append(m)
     f = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "rix.unmask")
     b = ir.IRBuilder(f.append_basic_block("entry"))
     for m in masked:
+        invalidate_all(b, m)
         base_g, diff_g, used_g, leaf_g = m.rix_mask
         with b.if_else(b.icmp_unsigned("==", b.load(used_g, typ=I64), i64(0))) as (fresh, seen):
             with fresh:
@@ -346,6 +349,7 @@ def masked_update(tg, s) -> bool:
     u = b.xor(tg.typed(node.args[0], INT), SIGN)
     top = b.call(cached(tg, "grow", m, _build_grow), [u])
     gs = [encode_key(b, tg.typed(g, t), t) for g, t in zip(body[0].keys[:-2], m.spec.key_types)]
+    invalidate(b, m, gs)
     leaf = b.call(cached(tg, "place", m, _build_leaf), [u] + gs)
     head, loop_body, done = (tg.fn.append_basic_block(n) for n in ("rix.level", "rix.update", "rix.next"))
     slot = tg._counter("rix.l", i64(0))
@@ -377,6 +381,7 @@ def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
         masked = getattr(m, "rix_mask", None) is not None
         if masked:
             b.call(m.rix_keys.clear_fn, [])
+            invalidate_all(b, m)
 
         def entry(bb, e, m=m, base=base, pos=pos, masked=masked):
             v = base.val_at(bb, e)
