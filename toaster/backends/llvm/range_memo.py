@@ -77,17 +77,15 @@ def install_memo(module, maps: dict, m) -> None:
 
 def invalidate(b, m, gs) -> None:
     """Group gs of m is about to be written: its memo no longer holds."""
-    memo = getattr(m, "rix_memo", None)
-    if memo is None:
-        return
-    if m.K == 2:
-        b.store(i64(0), memo["iok"])
-        b.store(i64(0), memo["bok"])
-    else:
-        b.call(memo["stamp"].set_fn, list(gs) + [i64(0)])
+    _forget(b, m, lambda memo: b.call(memo["stamp"].set_fn, list(gs) + [i64(0)]))
 
 
 def invalidate_all(b, m) -> None:
+    _forget(b, m, lambda memo: b.call(memo["stamp"].clear_fn, []))
+
+
+def _forget(b, m, grouped) -> None:
+    """An ungrouped index forgets its interval and descent; a grouped one does `grouped(memo)`."""
     memo = getattr(m, "rix_memo", None)
     if memo is None:
         return
@@ -95,7 +93,7 @@ def invalidate_all(b, m) -> None:
         b.store(i64(0), memo["iok"])
         b.store(i64(0), memo["bok"])
     else:
-        b.call(memo["stamp"].clear_fn, [])
+        grouped(memo)
 
 
 def build_interval_memo(m, interval_fn):
