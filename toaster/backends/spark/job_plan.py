@@ -13,7 +13,7 @@ the views it reads (state.py / native_state.py check them out) and the seq its w
 """
 from __future__ import annotations
 
-from toaster.backends.spark import native, native_input, native_state, state
+from toaster.backends.spark import native, native_driver, native_input, native_state, state
 
 
 def _identity(dest: int) -> int:
@@ -138,8 +138,15 @@ class JobRunner:
                 self.views[v].last, self.views[v].logs = last, logs
             raise
         targets = {g[0] for st in self._stages for g in st.gathers}
-        for t in targets:
-            self.local[t] = {}
+        if self.native is not None:     # the gathered columns as they came (native_driver.Columns)
+            for t in targets:
+                self.local[t] = native_driver.Columns()
+            for name, cols, vals in gathered:
+                self.local[name].chunks.append((cols, vals))
+            gathered = ()
+        else:
+            for t in targets:
+                self.local[t] = {}
         for name, k, v in self._records(gathered):
             d = self.local[name]
             x = d.get(k, 0) + v
