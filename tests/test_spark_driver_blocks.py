@@ -86,3 +86,43 @@ def test_columns_sum_repeated_keys_and_drop_zeros():
     assert c.as_dict() == {(1,): 4}
     cols, vals = c.merged()
     assert cols[0].tolist() == [1, 2, 2, 1] and vals.tolist() == [3, 4, -4, 1]
+
+
+SUM_EXISTS = SCHEMA + """SELECT O.PRIO, SUM(O.CK) AS S FROM ORD O
+WHERE EXISTS (SELECT * FROM LI L WHERE L.OK = O.OK) GROUP BY O.PRIO;"""
+
+
+def test_overflow_in_a_driver_block_undoes_the_batch(spark, tmp_path):
+    """ORD's driver block sums CK per priority into a temp: 2 * 2^62 leaves 64 bits there, in the
+    driver's native code: IntegerOverflowError, the batch undone, the next batch applies."""
+    import pytest
+    from toaster.errors import IntegerOverflowError
+    from datetime import date
+    from toaster.runtime.batch import Batch
+    d = date(1995, 1, 1)
+    comp = compile_sql(SUM_EXISTS, mode="batch")
+    prog = comp.stage("spark")
+    assert "ORD" in prog.native.columnar
+    engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=0, checkpoint_dir=str(tmp_path / "c"))
+    ords, lis = engine.relations["ORD"].types, engine.relations["LI"].types
+    q = comp.queries[0]
+    li = Batch.from_rows("LI", lis, [(k, 1, 1.0, 1.0, 0.0, d, "n1") for k in (1, 2, 3)])
+    try:
+        engine.apply(li)
+        engine.apply(Batch.from_rows("ORD", ords, [(1, 2 ** 62, d, "a")]))
+        before = engine.result(q.name)
+        with pytest.raises(IntegerOverflowError) as raised:
+            engine.apply(Batch.from_rows("ORD", ords, [(2, 2 ** 62, d, "a"), (3, 2 ** 62, d, "a")]))
+        # raised by the driver's JIT itself (an executor's failure arrives as a Spark job error)
+        assert type(raised.value.__context__).__name__ == "NativeBlockError"
+        assert engine.result(q.name) == before
+        engine.apply(Batch.from_rows("ORD", ords, [(2, 5, d, "a")]))
+        oracle = Oracle(comp.m3.relations)
+        try:
+            oracle.apply(li)
+            oracle.apply(Batch.from_rows("ORD", ords, [(1, 2 ** 62, d, "a"), (2, 5, d, "a")]))
+            assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), 1)
+        finally:
+            oracle.close()
+    finally:
+        engine.close()
