@@ -3,10 +3,16 @@ views on the driver (the TPC-H Q4 shape) runs in the driver's JIT of the partiti
 over the batch's and the gathered maps' columns: no row dict, no generated Python per row."""
 from __future__ import annotations
 
+from datetime import date
+
+import pytest
+
 from toaster.backends.spark import engine as spark_engine
 from toaster.backends.spark.engine import SparkEngine, explain_jobs
 from toaster.backends.spark.native_driver import Columns
+from toaster.errors import IntegerOverflowError
 from toaster.pipeline import compile_sql
+from toaster.runtime.batch import Batch
 from toaster.testing import Oracle, compare_results, random_stream
 
 SCHEMA = """CREATE STREAM ORD(OK int, CK int, ODATE date, PRIO string) FROM FILE 'o.csv' LINE DELIMITED csv;
@@ -14,7 +20,7 @@ CREATE STREAM LI(OK int, PK int, QTY float, PRICE float, DISC float, SDATE date,
   FROM FILE 'l.csv' LINE DELIMITED csv;
 """
 # Q4's shape: each trigger Gathers a view and joins its batch with it in a local block
-EXISTS = SCHEMA + """SELECT O.PRIO, COUNT(*) AS N FROM ORD O
+EXISTS = SCHEMA + """SELECT O.PRIO, COUNT(*) AS N, SUM(O.CK) AS S FROM ORD O
 WHERE EXISTS (SELECT * FROM LI L WHERE L.OK = O.OK AND L.QTY < 3) GROUP BY O.PRIO;"""
 
 
@@ -25,10 +31,11 @@ def _stream(sql, seed, n):
                          deletes=True, delete_fraction=0.4, domains=domains)
 
 
-def test_gather_join_blocks_run_natively_on_the_driver(spark, tmp_path, monkeypatch):
+def test_gather_join_blocks_run_natively_on_the_driver_and_overflow_undoes_the_batch(spark, tmp_path, monkeypatch):
     """Both triggers' local blocks are driver blocks: the generated Python functions are never
     called, the batches never become row dicts (net_delta), the gathered views reach the blocks
-    as columns; every step equals DuckDB (deletions included, 2 relations per step)."""
+    as columns; every step equals DuckDB (deletions included, 2 relations per step); an integer
+    overflow in a driver block raises from the driver's native code and undoes the batch."""
     comp = compile_sql(EXISTS, mode="batch")
     prog = comp.stage("spark")
     assert set(prog.native.driver) == {"local_block_1", "local_block_3"}
@@ -36,7 +43,7 @@ def test_gather_join_blocks_run_natively_on_the_driver(spark, tmp_path, monkeypa
     text = explain_jobs(prog)
     assert "batch input joined on the driver by native driver blocks (the batch's columns, no Python " \
            "per row): ORD, LI" in text
-    engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=5,
+    engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=3,
                          checkpoint_dir=str(tmp_path / "ckpt"))
     mod = engine.module
     python_calls = []
@@ -55,15 +62,27 @@ def test_gather_join_blocks_run_natively_on_the_driver(spark, tmp_path, monkeypa
         return real_run(rt)
     monkeypatch.setattr(type(engine.program), "_driver_module", driver_module)
     oracle = Oracle(comp.m3.relations)
-    batches = _stream(EXISTS, 21, 16)
+    batches = _stream(EXISTS, 21, 8)
+    ords, lis = engine.relations["ORD"].types, engine.relations["LI"].types
+    d = date(1995, 1, 1)
+    # ORD's driver block sums CK per priority into a temp: 2 * 2^62 leaves 64 bits there, in the
+    # driver's native code: IntegerOverflowError, the batch undone (checked at the end)
+    li = Batch.from_rows("LI", lis, [(k, 1, 1.0, 1.0, 0.0, d, "n1") for k in (10 ** 6, 10 ** 6 + 1)])
+    big = Batch.from_rows("ORD", ords, [(k, 2 ** 62, d, "1-URGENT") for k in (10 ** 6, 10 ** 6 + 1)])
     try:
-        for i in range(0, len(batches), 2):
-            group = batches[i:i + 2]
+        for i in range(0, len(batches) + 2, 2):
+            group = batches[i:i + 2] or [li]
             engine.apply_many(group)
             for b in group:
                 oracle.apply(b)
             for q, sql_q in zip(comp.queries, comp.oracle_sql):
                 assert not compare_results(engine.result(q.name), oracle.query(sql_q), len(q.key_columns)), i
+        with pytest.raises(IntegerOverflowError) as raised:
+            engine.apply(big)
+        # raised by the driver's JIT itself (an executor's failure arrives as a Spark job error)
+        assert type(raised.value.__context__).__name__ == "NativeBlockError"
+        for q, sql_q in zip(comp.queries, comp.oracle_sql):
+            assert not compare_results(engine.result(q.name), oracle.query(sql_q), len(q.key_columns))
     finally:
         engine.close()
         oracle.close()
@@ -87,42 +106,3 @@ def test_columns_sum_repeated_keys_and_drop_zeros():
     cols, vals = c.merged()
     assert cols[0].tolist() == [1, 2, 2, 1] and vals.tolist() == [3, 4, -4, 1]
 
-
-SUM_EXISTS = SCHEMA + """SELECT O.PRIO, SUM(O.CK) AS S FROM ORD O
-WHERE EXISTS (SELECT * FROM LI L WHERE L.OK = O.OK) GROUP BY O.PRIO;"""
-
-
-def test_overflow_in_a_driver_block_undoes_the_batch(spark, tmp_path):
-    """ORD's driver block sums CK per priority into a temp: 2 * 2^62 leaves 64 bits there, in the
-    driver's native code: IntegerOverflowError, the batch undone, the next batch applies."""
-    import pytest
-    from toaster.errors import IntegerOverflowError
-    from datetime import date
-    from toaster.runtime.batch import Batch
-    d = date(1995, 1, 1)
-    comp = compile_sql(SUM_EXISTS, mode="batch")
-    prog = comp.stage("spark")
-    assert "ORD" in prog.native.columnar
-    engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=0, checkpoint_dir=str(tmp_path / "c"))
-    ords, lis = engine.relations["ORD"].types, engine.relations["LI"].types
-    q = comp.queries[0]
-    li = Batch.from_rows("LI", lis, [(k, 1, 1.0, 1.0, 0.0, d, "n1") for k in (1, 2, 3)])
-    try:
-        engine.apply(li)
-        engine.apply(Batch.from_rows("ORD", ords, [(1, 2 ** 62, d, "a")]))
-        before = engine.result(q.name)
-        with pytest.raises(IntegerOverflowError) as raised:
-            engine.apply(Batch.from_rows("ORD", ords, [(2, 2 ** 62, d, "a"), (3, 2 ** 62, d, "a")]))
-        # raised by the driver's JIT itself (an executor's failure arrives as a Spark job error)
-        assert type(raised.value.__context__).__name__ == "NativeBlockError"
-        assert engine.result(q.name) == before
-        engine.apply(Batch.from_rows("ORD", ords, [(2, 5, d, "a")]))
-        oracle = Oracle(comp.m3.relations)
-        try:
-            oracle.apply(li)
-            oracle.apply(Batch.from_rows("ORD", ords, [(1, 2 ** 62, d, "a"), (2, 5, d, "a")]))
-            assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), 1)
-        finally:
-            oracle.close()
-    finally:
-        engine.close()
