@@ -18,7 +18,7 @@ The module holds
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toaster.errors import UnsupportedError
 from toaster.passes import Options, Pass, register
@@ -229,8 +229,11 @@ class DistToSpark(Pass):
             from toaster.backends.spark.native_input import input_blocks
             from toaster.backends.spark.native_driver import driver_blocks
             inputs = input_blocks(prog, gen.lowered) if self.executor_input else {}
-            driver = driver_blocks(prog, gen.lowered, inputs) if self.driver_native else ({}, frozenset())
-            part = partition_program(prog, lowered, inputs, *driver)
+            driver, columnar = driver_blocks(prog, gen.lowered, inputs) if self.driver_native else ({}, frozenset())
+            part = partition_program(prog, lowered, inputs)
+            if driver:          # the driver's own program: the executors do not compile its blocks
+                own = partition_program(prog, lowered, inputs, driver, columnar, dist_blocks=False)
+                part = replace(part, driver=driver, columnar=columnar, driver_program=own)
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)

@@ -43,7 +43,7 @@ def explain_jobs(program: SparkProgram) -> str:
     streams = [r.name for r in rels if r.kind != "table"]
     if program.native is not None:
         how = (f"dist blocks: native LLVM code in the executors "
-               f"({len(program.native.entries) - len(program.native.driver)} entry points of "
+               f"({len(program.native.entries)} entry points of "
                "one partition program, JIT once per worker process)")
     else:
         how = "dist blocks: " + ("Python functions (pygen)" if "def dist_block_" in program.source else "none")
@@ -70,7 +70,7 @@ def explain_jobs(program: SparkProgram) -> str:
     columnar = program.native.columnar if program.native is not None else frozenset()
     python = [r for r in driver if r not in columnar]
     if program.native is not None and program.native.driver:
-        lines.append(f"driver local blocks: native code in the driver's JIT of the partition program "
+        lines.append(f"driver local blocks: native code in the driver's own JIT (input and driver blocks) "
                      f"({len(program.native.driver)}: {', '.join(program.native.driver)}); the others Python")
     if driver and columnar & set(driver):
         lines.append("batch input joined on the driver by native driver blocks (the batch's columns, "

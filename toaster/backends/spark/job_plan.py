@@ -217,9 +217,11 @@ class JobRunner:
         return forced + moved
 
     def _driver_module(self):
-        """The driver's JIT of the partition program (its own store: input blocks only)."""
+        """The driver's JIT of its program (the partition program's input blocks, and the driver
+        blocks: PartitionProgram.driver_program), in its own store."""
         from toaster.backends.spark import native_exec as nx
-        spec = {"native": _Held(self.native), "native_key": self.native.key,
+        pp = self.native.driver_program or self.native
+        spec = {"native": _Held(pp), "native_key": pp.key,
                 "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)

@@ -41,6 +41,12 @@ class PartitionProgram:
     inputs: dict = field(default_factory=dict, hash=False, compare=False)   # relation -> InputBlock
     driver: dict = field(default_factory=dict, hash=False, compare=False)   # block -> native_driver.DriverBlock
     columnar: frozenset = frozenset()     # relations whose batch reaches the driver blocks as columns
+    # the driver's own program (input and driver blocks, no dist block): the executors never
+    # compile the driver blocks, and it is not shipped to them (__getstate__)
+    driver_program: object = field(default=None, hash=False, compare=False)
+
+    def __getstate__(self):
+        return {**self.__dict__, "driver_program": None}
 
     @property
     def ir_text(self) -> str:
@@ -66,11 +72,12 @@ def _rename(node, names: dict):
 
 
 def partition_program(dist: DistProgram, blocks, inputs: dict | None = None, driver: dict | None = None,
-                      columnar: frozenset = frozenset()) -> PartitionProgram:
+                      columnar: frozenset = frozenset(), dist_blocks: bool = True) -> PartitionProgram:
     """Build and generate the partition program of `blocks` (BlockCode of every block): the
     dist blocks, the input blocks (`inputs`: relation -> native_input.InputBlock) that the
     executors run on their slice of a batch, and the driver's local blocks (`driver`: block ->
-    native_driver.DriverBlock) that the driver runs in its own JIT of the program."""
+    native_driver.DriverBlock) that the driver runs in its own JIT of the program (with
+    `dist_blocks=False`: the driver's program, without the dist blocks)."""
     inputs, driver = inputs or {}, driver or {}
     input_names = {i.block for i in inputs.values()} | set(driver)
     from toaster.backends.llvm.codegen import generate_llvm
@@ -78,7 +85,7 @@ def partition_program(dist: DistProgram, blocks, inputs: dict | None = None, dri
     maps: dict[str, MapSpec] = {}
     relations, triggers, entries, fresh, blame = [], [], {}, {}, {}
     for code in blocks:
-        if code.mode != "dist" and code.name not in input_names:
+        if (code.mode != "dist" or not dist_blocks) and code.name not in input_names:
             continue
         names = {s: f"{code.name}__{s}" for s in code.scratch}
         for spec in code.imp.maps:

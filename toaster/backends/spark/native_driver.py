@@ -3,8 +3,10 @@
 A trigger whose first block is not an input block (native_input.py) runs local blocks on the
 driver: TPC-H Q4's LINEITEM trigger Gathers two views and joins its batch with them in a local
 block before it Scatters the result. With native blocks such a *driver block* (a local block
-that writes only temps and reads no driver view) is one more entry point of the partition
-program, run in the driver's own JIT of it (job_plan._driver_module, the input blocks' store):
+that writes only temps and reads no driver view) is an entry point of the driver's own program
+(`PartitionProgram.driver_program`: the input and driver blocks, no dist block; never shipped
+to or compiled by the executors), JIT'd on the driver (job_plan._driver_module, the store the
+input blocks run on the driver already use):
 
     its maps in:   the batch as columns (ColumnarDelta: no net_delta dict), the Gathered temps
                    as the collected columns (`Columns`: job_plan keeps them, no dict), other
@@ -121,7 +123,7 @@ def runner(rt, db: DriverBlock):
     """The closure run_local runs (now or after the job) for driver block `db` of runtime `rt`."""
     def run():
         nm = rt._driver_module()
-        types = rt.native.map_types
+        types = nm.pp.map_types
         for m in db.reads:
             if m not in db.fresh:
                 _load(nm, m, rt.local.get(m, {}), types)
