@@ -111,7 +111,7 @@ def run(name, spark, make, *, state=20_000, batch=1_000, measure=8, growth=10):
 
 
 def tpch_engine_and_batches(query: str, data: str, spark, *, batch: int, batches: int, partitions: int,
-                            **engine_options):
+                            pass_options: dict | None = None, **engine_options):
     """A SparkEngine for bench query `query` (batch mode) over the bench stream in `data` (a
     `python -m bench --scale ...` stream directory), its static tables loaded, and the stream's
     first `batches` steps of `batch` events as `apply_many` groups (as the bench feeds them)."""
@@ -125,7 +125,7 @@ def tpch_engine_and_batches(query: str, data: str, spark, *, batch: int, batches
     with open(os.path.join(data, "manifest.json")) as f:
         si = StreamInfo(**json.load(f))
     es = load_event_stream(si.schema_sql())
-    comp = compile_sql(si.schema_sql() + "\n" + find_query(query).text, mode="batch")
+    comp = compile_sql(si.schema_sql() + "\n" + find_query(query).text, mode="batch", pass_options=pass_options)
     names = {r.name for r in comp.m3.relations}
     engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=partitions, **engine_options)
     for b in es.tables:

@@ -25,12 +25,16 @@ def main(argv=None):
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--native-opt", type=int, default=None, help="LLVM opt level of the partition program")
+    ap.add_argument("--python-driver-blocks", action="store_true",
+                    help="the driver's local blocks as generated Python (dist_to_spark{driver_native=false}): the A/B")
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark
 
     spark = get_spark()
     engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
                                              partitions=a.partitions,
+                                             pass_options=({"dist_to_spark": {"driver_native": False}}
+                                                           if a.python_driver_blocks else None),
                                              **({} if a.native_opt is None else {"native_opt": a.native_opt}))
     rows = []
     for group in groups:

@@ -18,7 +18,7 @@ The module holds
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toaster.errors import UnsupportedError
 from toaster.passes import Options, Pass, register
@@ -134,7 +134,8 @@ class _Gen:
         no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                                 kwarg=None, defaults=[])
         fn = ast.FunctionDef(fname, no_args, calls, [], None, type_params=[])
-        return [fn, _self_call("run_local", name(fname), _strs(sorted(reads)), _strs(dict.fromkeys(writes)))]
+        return [fn, _self_call("run_local", name(fname), _strs(sorted(reads)), _strs(dict.fromkeys(writes)),
+                               const(self.lowered[id(block)].name))]
 
     def module(self) -> ast.Module:
         prog = self.prog
@@ -201,7 +202,10 @@ class DistToSpark(Pass):
     blocks: how the dist blocks run in the executors: 'native' (one LLVM partition program,
     native.py; what it cannot compile is an UnsupportedError here) or 'python' (pygen).
     executor_input: with native blocks, a trigger whose first block is a linear pre-aggregation
-    of the batch runs it in the executors on their slice of the batch (native_input.py)."""
+    of the batch runs it in the executors on their slice of the batch (native_input.py).
+    driver_native: with native blocks, the driver's local blocks that write only temps (a batch
+    joined with Gathered views: TPC-H Q4, Q13, ...) run in the driver's JIT of the partition
+    program, over the batch's and the gathered maps' columns (native_driver.py)."""
     name = "dist_to_spark"
     takes = "dist"
     gives = "spark"
@@ -209,6 +213,7 @@ class DistToSpark(Pass):
     block_passes: tuple[str, ...] = BLOCK_PASSES
     blocks: str = "native"
     executor_input: bool = True      # native: the executors read their slice of a batch (native_input.py)
+    driver_native: bool = True       # native: the driver's temp-writing local blocks run in its JIT (native_driver.py)
 
     def __post_init__(self):
         block_passes(self.block_passes)      # unknown names and wrong stages fail at once
@@ -222,7 +227,13 @@ class DistToSpark(Pass):
         if self.blocks == "native" and any(b.mode == "dist" for b in lowered):
             from toaster.backends.spark.native import partition_program
             from toaster.backends.spark.native_input import input_blocks
-            part = partition_program(prog, lowered, input_blocks(prog, gen.lowered) if self.executor_input else {})
+            from toaster.backends.spark.native_driver import driver_blocks
+            inputs = input_blocks(prog, gen.lowered) if self.executor_input else {}
+            driver, columnar = driver_blocks(prog, gen.lowered, inputs) if self.driver_native else ({}, frozenset())
+            part = partition_program(prog, lowered, inputs)
+            if driver:          # the driver's own program: the executors do not compile its blocks
+                own = partition_program(prog, lowered, inputs, driver, columnar, dist_blocks=False)
+                part = replace(part, driver=driver, columnar=columnar, driver_program=own)
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)

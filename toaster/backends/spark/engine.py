@@ -42,7 +42,8 @@ def explain_jobs(program: SparkProgram) -> str:
     rels = [r for r in program.relations if r.name in cls.TRIGGERS]
     streams = [r.name for r in rels if r.kind != "table"]
     if program.native is not None:
-        how = (f"dist blocks: native LLVM code in the executors ({len(program.native.entries)} entry points of "
+        how = (f"dist blocks: native LLVM code in the executors "
+               f"({len(program.native.entries)} entry points of "
                "one partition program, JIT once per worker process)")
     else:
         how = "dist blocks: " + ("Python functions (pygen)" if "def dist_block_" in program.source else "none")
@@ -66,9 +67,17 @@ def explain_jobs(program: SparkProgram) -> str:
         if arrow:
             lines.append("  of which evaluated by Arrow/numpy, not the native block (filters, products, "
                          "one hash group-by: input_arrow.py): " + ", ".join(arrow))
-    if driver:
+    columnar = program.native.columnar if program.native is not None else frozenset()
+    python = [r for r in driver if r not in columnar]
+    if program.native is not None and program.native.driver:
+        lines.append(f"driver local blocks: native code in the driver's own JIT (input and driver blocks) "
+                     f"({len(program.native.driver)}: {', '.join(program.native.driver)}); the others Python")
+    if driver and columnar & set(driver):
+        lines.append("batch input joined on the driver by native driver blocks (the batch's columns, "
+                     "no Python per row): " + ", ".join(r for r in driver if r in columnar))
+    if python:
         lines.append("batch input pre-aggregated on the driver (its first block is not a linear "
-                     "pre-aggregation scattered to the executors): " + ", ".join(driver))
+                     "pre-aggregation scattered to the executors): " + ", ".join(python))
     replicated = [v for v, parts in cls.DIST_MAPS.items() if parts == ()]
     if replicated:
         broadcast = sorted({t.event.relation for t in program.dist.triggers for b in t.blocks
@@ -154,7 +163,8 @@ class SparkEngine(Engine):
         # objects here); the others are pre-aggregated on the driver (net multiplicity per row)
         # a relation no trigger reads (a table of the schema the query does not use) changes no
         # view: not even made into a dict
-        deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs) else net_delta(b))
+        driver = self.program.native.columnar if self.program.native is not None else frozenset()
+        deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs, driver) else net_delta(b))
                   for b in batches if b.relation.upper() in self.program.TRIGGERS]
         try:
             self.program.apply_deltas(deltas)
@@ -167,9 +177,13 @@ class SparkEngine(Engine):
             raise overflow_error(found.group(1), self.queries, self.dist) from None
 
     @staticmethod
-    def _columnar(batch, inputs: dict) -> bool:
+    def _columnar(batch, inputs: dict, driver=frozenset()) -> bool:
+        """Whether the batch reaches the program as columns: an input block reads it (the columns
+        it reads present), or only native driver blocks do (every column present)."""
         ib = inputs.get(batch.relation.upper())
-        return ib is not None and all(batch.columns[j] is not None for j in ib.columns)
+        if ib is None:
+            return batch.relation.upper() in driver and all(c is not None for c in batch.columns)
+        return all(batch.columns[j] is not None for j in ib.columns)
 
     @property
     def jobs_last_batch(self) -> int:

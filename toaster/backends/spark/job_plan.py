@@ -13,7 +13,7 @@ the views it reads (state.py / native_state.py check them out) and the seq its w
 """
 from __future__ import annotations
 
-from toaster.backends.spark import native, native_input, native_state, state
+from toaster.backends.spark import native, native_driver, native_input, native_state, state
 
 
 def _identity(dest: int) -> int:
@@ -138,8 +138,15 @@ class JobRunner:
                 self.views[v].last, self.views[v].logs = last, logs
             raise
         targets = {g[0] for st in self._stages for g in st.gathers}
-        for t in targets:
-            self.local[t] = {}
+        if self.native is not None:     # the gathered columns as they came (native_driver.Columns)
+            for t in targets:
+                self.local[t] = native_driver.Columns()
+            for name, cols, vals in gathered:
+                self.local[name].chunks.append((cols, vals))
+            gathered = ()
+        else:
+            for t in targets:
+                self.local[t] = {}
         for name, k, v in self._records(gathered):
             d = self.local[name]
             x = d.get(k, 0) + v
@@ -210,9 +217,11 @@ class JobRunner:
         return forced + moved
 
     def _driver_module(self):
-        """The driver's JIT of the partition program (its own store: input blocks only)."""
+        """The driver's JIT of its program (the partition program's input blocks, and the driver
+        blocks: PartitionProgram.driver_program), in its own store."""
         from toaster.backends.spark import native_exec as nx
-        spec = {"native": _Held(self.native), "native_key": self.native.key,
+        pp = self.native.driver_program or self.native
+        spec = {"native": _Held(pp), "native_key": pp.key,
                 "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)

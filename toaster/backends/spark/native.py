@@ -39,6 +39,14 @@ class PartitionProgram:
     map_types: dict = field(hash=False, compare=False)   # map -> (key type names, value type name)
     views: tuple = ()                                     # the resident (Dist view) maps
     inputs: dict = field(default_factory=dict, hash=False, compare=False)   # relation -> InputBlock
+    driver: dict = field(default_factory=dict, hash=False, compare=False)   # block -> native_driver.DriverBlock
+    columnar: frozenset = frozenset()     # relations whose batch reaches the driver blocks as columns
+    # the driver's own program (input and driver blocks, no dist block): the executors never
+    # compile the driver blocks, and it is not shipped to them (__getstate__)
+    driver_program: object = field(default=None, hash=False, compare=False)
+
+    def __getstate__(self):
+        return {**self.__dict__, "driver_program": None}
 
     @property
     def ir_text(self) -> str:
@@ -63,18 +71,21 @@ def _rename(node, names: dict):
     return node
 
 
-def partition_program(dist: DistProgram, blocks, inputs: dict | None = None) -> PartitionProgram:
+def partition_program(dist: DistProgram, blocks, inputs: dict | None = None, driver: dict | None = None,
+                      columnar: frozenset = frozenset(), dist_blocks: bool = True) -> PartitionProgram:
     """Build and generate the partition program of `blocks` (BlockCode of every block): the
-    dist blocks, and the input blocks (`inputs`: relation -> native_input.InputBlock) that the
-    executors run on their slice of a batch."""
-    inputs = inputs or {}
-    input_names = {i.block for i in inputs.values()}
+    dist blocks, the input blocks (`inputs`: relation -> native_input.InputBlock) that the
+    executors run on their slice of a batch, and the driver's local blocks (`driver`: block ->
+    native_driver.DriverBlock) that the driver runs in its own JIT of the program (with
+    `dist_blocks=False`: the driver's program, without the dist blocks)."""
+    inputs, driver = inputs or {}, driver or {}
+    input_names = {i.block for i in inputs.values()} | set(driver)
     from toaster.backends.llvm.codegen import generate_llvm
     tags = dist.tags()
     maps: dict[str, MapSpec] = {}
     relations, triggers, entries, fresh, blame = [], [], {}, {}, {}
     for code in blocks:
-        if code.mode != "dist" and code.name not in input_names:
+        if (code.mode != "dist" or not dist_blocks) and code.name not in input_names:
             continue
         names = {s: f"{code.name}__{s}" for s in code.scratch}
         for spec in code.imp.maps:
@@ -115,7 +126,8 @@ def partition_program(dist: DistProgram, blocks, inputs: dict | None = None) -> 
     types = map_types(dist)        # every map the driver may scatter, and the module's own
     types.update({m.name: (tuple(str(t) for t in m.key_types), str(m.value_type)) for m in maps.values()})
     views = tuple(m.name for m in maps.values() if m.kind == "view")
-    return PartitionProgram(module, key, entries, fresh, blame, types, views, dict(inputs))
+    return PartitionProgram(module, key, entries, fresh, blame, types, views, dict(inputs), dict(driver),
+                            frozenset(columnar))
 
 
 def map_types(dist: DistProgram) -> dict:

@@ -41,7 +41,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from toaster.backends.spark import native, native_input, native_state, state, worker
+from toaster.backends.spark import native, native_driver, native_input, native_state, state, worker
 from toaster.backends.spark.job_plan import JobRunner
 from toaster.backends.spark.submit import run_main  # noqa: F401  (generated programs import it from here)
 from toaster.backends.spark.worker import IndexedMap
@@ -199,13 +199,15 @@ class DistRuntime(JobRunner):
         for n in self.LOCAL_MAPS:
             self.local[n].undo = None
 
-    def run_local(self, fn, reads: tuple, writes: tuple) -> None:
+    def run_local(self, fn, reads: tuple, writes: tuple, block: str | None = None) -> None:
         """Run a local block now, or, if it needs the job's result or must stay after a block
-        that waits for it, when the job has run."""
+        that waits for it, when the job has run; natively when it is a driver block."""
         reads, writes = set(reads), set(writes)
         self._close_inputs()
+        db = self.native.driver.get(block) if self.native is not None else None
+        fn = native_driver.runner(self, db) if db is not None else native_driver.as_dicts(self, reads, fn)
         columnar = {r for r in reads if isinstance(self.local.get(r), native_input.ColumnarDelta)}
-        if columnar:                      # the batch's rows are read by the executors, not here
+        if columnar and db is None:       # the batch's rows are read by the executors, not here
             ib = self._input_by_delta.get(next(iter(columnar)))
             if ib is None or reads != {ib.delta} or writes != set(ib.writes) or self._stages is None:
                 raise AssertionError(f"a local block reads the columnar batch {sorted(columnar)}")
@@ -231,7 +233,7 @@ class DistRuntime(JobRunner):
         if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
             self._flush(more=True)        # the data to scatter comes from the job: a second job
         if self.native is not None:        # columns, placed by the one partition function
-            cols, vals = native.dict_columns(self.local[source], self.native.map_types[target])
+            cols, vals = native_driver.columns_of(self.local[source], self.native.map_types[target])
             for p, c, v in native_state._split(cols, vals, parts, self.partitions):
                 self._scattered[p].append((target, c, v))
             return
@@ -248,7 +250,7 @@ class DistRuntime(JobRunner):
         if source in self._pending_gathers() or any(source in w for _, _, w in self._deferred):
             self._flush(more=True)
         if self.native is not None:
-            cols, vals = native.dict_columns(self.local[source], self.native.map_types[target])
+            cols, vals = native_driver.columns_of(self.local[source], self.native.map_types[target])
             for p in range(self.partitions):
                 self._scattered[p].append((target, cols, vals))
             return
