@@ -10,14 +10,18 @@ number and equal to itself, where native comparisons follow IEEE (false on NaN).
   finite part and the counts of its +inf, -inf and NaN values, combined when read
   (`nonfinite_sum`): NaN if some value is NaN or both infinities are there, else the infinity,
   else the finite sum. Every part retracts exactly.
-* **MIN / MAX** of such a value: NaN rows count apart (`MAX` is NaN if there is one, `MIN` only
-  if every value is NaN), the others are maintained as before.
-* **Comparisons** of a value that can be NaN go through `total_lt` / `total_le` / `total_eq`
-  (DuckDB's order: NaN greatest, NaN = NaN).
+* **MIN / MAX** of a value that can be NaN although the inputs are finite (0/0, sqrt(-1)): NaN
+  rows count apart (`MAX` is NaN if there is one, `MIN` only if every value is NaN), the others
+  are maintained as before.
+* **Comparisons** of such a value go through `total_lt` / `total_le` / `total_eq` (DuckDB's
+  order: NaN greatest, NaN = NaN).
 * Such a SUM, AVG, MIN or MAX inside a subquery is refused (its value would feed further maps).
 * **Inputs**: NaN is refused in every FLOAT column (toaster.runtime.checks), and an infinity in
-  a FLOAT column whose values reach the argument of a sum that is not split (`finite_columns`;
-  the column's `finite` flag): readers and `Engine.apply` reject such a batch whole.
+  a FLOAT column whose values reach the argument of a sum that is not split, or a MIN/MAX
+  argument or comparison operand that only an infinite input could make NaN (`a.PRICE -
+  b.PRICE > 1000`: inf - inf) -- so such plans keep their native comparisons and indexes
+  (`finite_columns`; the column's `finite` flag): readers and `Engine.apply` reject such a batch
+  whole. A bare column compared or ranked (`b2.PRICE > b.PRICE`, `MAX(PRICE)`) takes infinities.
 
 Not covered: overflow of finite values (1e308 * 10 is inf, as in DuckDB, but such an infinity in
 a sum is not taken back), NaN as a GROUP BY or join key.
@@ -114,6 +118,19 @@ class _Statement:
                     return None
                 return None if any((d.name, name) in self.finite_inputs for d in self.base.get(src, ())) else INF
         return None
+
+    def nan_from(self, e, finite: set) -> bool:
+        """Whether e can be NaN although every input is finite (the caller then orders NaN as
+        DuckDB does). Where e can be NaN only through an infinite input (`a.PRICE - b.PRICE`:
+        inf - inf), those inputs refuse infinities instead (added to `finite`): the plan keeps
+        its native comparison (and its range indexes)."""
+        self.finite_inputs = True
+        if self.kind(e) == NAN:
+            return True
+        self.finite_inputs = finite
+        if self.kind(e) == NAN:
+            self.summed_columns(e, finite)
+        return False
 
     def summed_columns(self, e, out: set, depth: int = 0) -> None:
         """The (relation, column) of every FLOAT input column whose values reach e's value."""
@@ -213,9 +230,8 @@ def split_statement(resolved):
             raise _refuse(n, "infinite or NaN", "with DISTINCT")
         else:
             split.add(n)
-    st.finite_inputs = finite         # MIN/MAX and comparisons: other inputs may be infinite
-    for n in iter_nodes(q):
-        if isinstance(n, A.AggCall) and n.func in ("MIN", "MAX") and n.args and st.kind(n.args[0]) == NAN:
+    for n in iter_nodes(q):          # MIN/MAX and comparisons: other inputs may be infinite
+        if isinstance(n, A.AggCall) and n.func in ("MIN", "MAX") and n.args and st.nan_from(n.args[0], finite):
             if id(n) not in own or n.distinct:
                 raise _refuse(n, "NaN (DuckDB orders NaN above every number)",
                               "inside a subquery or with DISTINCT (toaster orders NaN so only in a "
@@ -225,12 +241,13 @@ def split_statement(resolved):
     # aggregates first (a rewritten comparison inside one would make it another node), then
     # the comparisons, which see the split aggregates' values
     aggregates = lambda n: _split_aggregate(n) if isinstance(n, A.AggCall) and n in split else n
-    compares = lambda n: _total_order(n) if isinstance(n, A.Comparison) and NAN in (
-        st.kind(n.left), st.kind(n.right)) else n
+    compares = lambda n: _total_order(n) if isinstance(n, A.Comparison) and (
+        st.nan_from(n.left, finite) or st.nan_from(n.right, finite)) else n
     rewrite = lambda e: None if e is None else _map(_map(e, aggregates), compares)
     new = rewrite(q)
     if new == q:
         return resolved, finite, []
+
     notes = [f"{resolved.name}: {n.func}({print_expr(n.args[0])}) can be infinite or NaN: "
              + ("kept as its finite part and counts of +inf, -inf and NaN" if n.func in ("SUM", "AVG")
                 else "NaN rows counted apart (DuckDB orders NaN above every number)") for n in split]
