@@ -28,7 +28,7 @@ from toaster.calculus.null_sql import NullTranslation, flag_var, null_default
 from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
                                          column_var, output_names)
 from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_capable, null_key,  # noqa: F401
-                                    nullable_subqueries, refuse_null)
+                                    nullable_outputs, nullable_subqueries, refuse_null)
 from toaster.frontend.resolve import ResolvedQuery
 from toaster.schema import QueryResult, ResultColumn
 from toaster.types import BOOL, FLOAT, INT, STRING, promote
@@ -175,6 +175,8 @@ class Translator(NullTranslation):
                 return mk_prod([self.cond(a, aggs, True) for a in args])
             case A.NotCond(a):
                 return self.cond(a, aggs, not negate)
+            case A.InQuery(query=q) | A.Quantified(query=q) if any(nullable_outputs(q)):
+                return self.membership_with_nulls(c, aggs, negate)
             case A.InQuery(e) | A.Quantified(expr=e) | A.Like(e) if condition_is_nullable(c, aggs):
                 test = self.predicate(c, aggs)
                 guards = self.null_guards(e, aggs)

@@ -204,3 +204,45 @@ class NullTranslation:
         if out in self.flags:
             raise refuse_null(f"a nullable column as the column of an {what} subquery", q)
 
+
+    def membership_with_nulls(self, c, aggs, negate: bool):
+        """`x [NOT] IN (q)`, `x op SOME (q)`, `x op ALL (q)` whose subquery column s can be NULL,
+        in three-valued logic: 1 where c is true (negate: false). For x IN q (SOME alike):
+        true where some non-NULL s matches x; false where q is empty, or x is not NULL and
+        no s matches and no s is NULL; unknown otherwise. x op ALL q: true where q is empty, or
+        x is not NULL and every s is non-NULL and matches; false where some non-NULL s fails."""
+        e, q = c.expr, c.query
+        f, t = self.term(e, aggs)
+        present = mk_prod(self.null_guards(e, aggs))      # x is not NULL
+
+        def count(keep):        # the subquery's rows (s, its flag) kept by keep(s, flag)
+            outs, rows = self.rows(q)
+            if len(outs) != 1:
+                raise _unsupported(f"{'IN' if isinstance(c, A.InQuery) else c.quantifier} over a "
+                                   "subquery with several columns", c)
+            return AggSum((), mk_prod([rows] + keep(outs[0], self.flags[outs[0]])))
+
+        def non_null(flag):
+            return Cmp("=", flag, Const(0, INT))
+
+        def empty():
+            return self._count_test(count(lambda s, fl: []), True)
+
+        if isinstance(c, A.Quantified) and c.quantifier == "ALL":
+            fails = lambda s, fl: [non_null(fl), mk_sum([ONE, neg(Cmp(c.op, t, s))])]  # noqa: E731
+            null_or_fails = lambda s, fl: [mk_sum([Cmp("=", fl, Const(1, INT)),  # noqa: E731
+                                                   mk_prod(fails(s, fl))])]
+            true = mk_sum([mk_prod([present] + f + [self._count_test(count(null_or_fails), True)]),
+                           mk_prod([mk_sum([ONE, neg(present)]), empty()])])
+            false = mk_prod([present] + f + [self._count_test(count(fails), False)])
+            return false if negate else true
+        op = "=" if isinstance(c, A.InQuery) else c.op
+        matches = lambda s, fl: [non_null(fl), Cmp(op, t, s)]      # noqa: E731
+        nulls = lambda s, fl: [Cmp("=", fl, Const(1, INT))]        # noqa: E731
+        true = mk_prod([present] + f + [self._count_test(count(matches), False)])
+        false = mk_sum([mk_prod([present] + f + [self._count_test(count(matches), True),
+                                                 self._count_test(count(nulls), True)]),
+                        mk_prod([mk_sum([ONE, neg(present)]), empty()])])
+        if isinstance(c, A.InQuery) and c.negated:
+            true, false = false, true
+        return false if negate else true

@@ -186,7 +186,10 @@ def condition_is_nullable(c, aggs=None) -> bool:
             return any(condition_is_nullable(a, aggs) for a in args)
         case A.NotCond(a):
             return condition_is_nullable(a, aggs)
-        case A.InQuery(e) | A.Quantified(expr=e) | A.Like(e):
+        case A.InQuery(e, q) | A.Quantified(expr=e, query=q):
+            # x IN (SELECT s ...) is unknown where no s equals x and some s is NULL
+            return bool(nullable_subqueries(e, aggs)) or any(nullable_outputs(q))
+        case A.Like(e):
             return bool(nullable_subqueries(e, aggs))
     return False
 
