@@ -198,7 +198,7 @@ class Engine(ABC):
 
     def _term_rows(self, q) -> list:
         """Reconstitute a piecewise-materialized result (toaster.calculus.results)."""
-        from toaster.calculus.results import RowContext, eval_result
+        from toaster.calculus.results import RowContext, eval_result, null_last_key
         nk = len(q.key_columns)
         maps = {m: self.read_map(m) for m in q.value_maps}
         ctx = RowContext(maps, nk)
@@ -216,10 +216,11 @@ class Engine(ABC):
             if all(isinstance(v, (int, float)) and v == 0 for v in vals):
                 continue
             rows.append(k + vals)
-        rows.sort(key=_sort_key)
+        flags = dict(q.null_keys)      # ties under ORDER BY: by the key, NULL keys last
+        rows.sort(key=lambda r: _sort_key(tuple(None if i in flags and r[flags[i]] else v for i, v in enumerate(r))))
         for term, descending in reversed(q.order_by):
-            # stable sorts from the last ORDER BY item to the first
-            rows.sort(key=lambda r: _sort_key((eval_result(term, r[:nk], ctx),)), reverse=descending)
+            # stable sorts from the last ORDER BY item to the first; NULLs last either way
+            rows.sort(key=lambda r: null_last_key(eval_result(term, r[:nk], ctx), descending), reverse=descending)
         if q.limit is not None:
             rows = rows[:q.limit]
         return rows

@@ -43,7 +43,7 @@ rextra: "READS" "(" NAME ("," NAME)* ")"  -> reads
       | "CHECK" NAME STRING                 -> check
       | "NULLFLAG" SIGNED_INT SIGNED_INT    -> nullflag
 oitem: rterm DESC?
-top_item: "@" SIGNED_INT DESC?
+top_item: "@" SIGNED_INT DESC? ("NULL" "@" SIGNED_INT)?
 DESC: "DESC"
 trigger: "ON" event "{" statement* "}"
 event: SIGN NAME "(" [tvar ("," tvar)*] ")"   -> tuple_event
@@ -167,7 +167,9 @@ class _Build(Transformer):
         return MapReduce(str(c[0]), str(c[1]), int(c[2]), type_from_name(str(c[3])))
 
     def top_item(self, c):
-        return (int(c[0]), len(c) > 1)
+        desc = any(getattr(x, "type", None) == "DESC" for x in c)
+        flag = [int(x) for x in c[1:] if getattr(x, "type", None) != "DESC"]
+        return (int(c[0]), desc) + tuple(flag)
 
     def top_value(self, c):
         return TopValue(str(c[0]), tuple(c[3:]), int(c[2]), type_from_name(str(c[1])))

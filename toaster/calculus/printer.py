@@ -45,7 +45,8 @@ def print_term(t) -> str:
         case GlobalValue(m, ty):
             return f"global[{m}:{ty}]"
         case TopValue(m, order, limit, ty):
-            by = ", ".join(f"@{i}" + (" DESC" if d else "") for i, d in order)
+            by = ", ".join(f"@{o[0]}" + (" DESC" if o[1] else "") + (f" NULL @{o[2]}" if len(o) > 2 else "")
+                           for o in order)
             return f"top[{m}:{ty} LIMIT {limit} BY {by}]"
     raise TypeError(f"not a term: {t!r}")
 

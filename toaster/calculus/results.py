@@ -43,7 +43,8 @@ class GlobalValue:
 class TopValue:
     """How many copies of the row's key are among the first `limit` rows of the bag `map` (keyed
     by the row's key columns, valued by multiplicities) in the order `order` ((key position,
-    descending) pairs; ties broken by the whole key, ascending): an operand's ORDER BY ... LIMIT n
+    descending[, position of its null flag]); NULLs last both ways, as DuckDB's default; ties
+    broken by the whole key, ascending): an operand's ORDER BY ... LIMIT n
     in a set operation. A top-n is not a sum of deltas, so the operand is maintained whole and
     cut when the result is read, as a top-level ORDER BY/LIMIT is."""
     map: str
@@ -60,6 +61,14 @@ class KeyRef:
 
 
 _CMP = COMPARISONS
+
+
+def null_last_key(v, descending: bool) -> tuple:
+    """A sort key of one ORDER BY value (a sort with reverse=descending): NULL last either way
+    (DuckDB's default NULLS LAST); strings after numbers, as the engines' row order."""
+    if v is None:
+        return (-1,) if descending else (3,)
+    return (1, v) if isinstance(v, str) else (0, v)
 NULL_UNLESS = "null_unless"     # null_unless(value, present): NULL where present is 0 (a count or 1 - flag)
 
 
@@ -87,8 +96,10 @@ class RowContext:
         kept = self._tops.get(t)
         if kept is None:
             rows = sorted(((tuple(k), v) for k, v in self.maps[t.map].items() if v > 0), key=lambda kv: kv[0])
-            for pos, descending in reversed(t.order):   # stable sorts, last ORDER BY item first
-                rows.sort(key=lambda kv: kv[0][pos], reverse=descending)
+            for pos, descending, *flag in reversed(t.order):   # stable sorts, last ORDER BY item first
+                null = (lambda k, f=flag[0]: k[f]) if flag else (lambda k: False)
+                rows.sort(key=lambda kv: null_last_key(None if null(kv[0]) else kv[0][pos], descending),
+                          reverse=descending)
             kept, left = {}, t.limit
             for k, v in rows:
                 if left <= 0:
@@ -140,6 +151,15 @@ def eval_result(t, key: tuple, ctx: RowContext):
                 for x in vals:
                     v *= x
             return float(v) if ty == FLOAT else v
+        case Func("coalesce", args, ty):      # the first argument that is not NULL
+            for a in args:
+                v = eval_result(a, key, ctx)
+                if v is not None:
+                    return cast(v, ty)
+            return None
+        case Func("nullif", (a, b), ty):      # NULL where a = b
+            x, y = eval_result(a, key, ctx), eval_result(b, key, ctx)
+            return None if x is None or (y is not None and x == y) else cast(x, ty)
         case Func(name, args, ty):
             vals = [eval_result(a, key, ctx) for a in args]
             return None if None in vals else cast(call(name, vals), ty)

@@ -131,9 +131,9 @@ class _TopLevel:
         targets = [t.expr for t in node.targets]
         order = tuple((next(i for i, x in enumerate(targets) if same_expr(o.expr, x)), o.descending)
                       for o in node.order_by)
-        for (i, _), o in zip(order, node.order_by):
-            if outs[i] in tr.flags:
-                raise _unsupported("ORDER BY a value that can be NULL", o.expr)
+        # a nullable column sorts by its null flag too (the flags follow the values in the key)
+        order = tuple((i, d) + ((len(common) + flagged.index(i),) if i in flagged else ())
+                      for i, d in order)
         return TopValue(m.name, order, node.limit, INT)
 
     # ------------------------------------------------------------------ aggregate
@@ -326,9 +326,6 @@ class _TopLevel:
     def order_terms(self, keyed, terms=None) -> tuple[tuple, int | None]:
         sel = self.q.select          # a Select, or a whole set operation (its items are key columns)
         order = tuple((self.rterm(o.expr, terms or {}, keyed), o.descending) for o in sel.order_by)
-        for (t, _), o in zip(order, sel.order_by):
-            if can_be_null(t):
-                raise _unsupported("ORDER BY a value that can be NULL", o.expr)
         return order, sel.limit
 
 

@@ -53,9 +53,9 @@ def null_aggregates(e) -> list:
     return _null_sources(e, null_aggregate)
 
 
-# functions that can fail at run time on the zero a NULL column holds (a string that is no date),
-# and LISTMIN/LISTMAX, whose SQL counterparts LEAST/GREATEST skip NULL arguments
-_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float", "listmin", "listmax")
+# functions that can fail at run time on the zero a NULL column holds (a string that is no date);
+# LISTMIN/LISTMAX skip NULL arguments as LEAST/GREATEST do (the resolver's COALESCE rotation)
+_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float")
 
 
 def nullable_subqueries(e, aggs=None) -> list:
@@ -69,8 +69,8 @@ def nullable_subqueries(e, aggs=None) -> list:
         if isinstance(n, A.NullLiteral):
             return f"NULL as an argument of {where}" if where in _FALLIBLE else ""
         if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
-            if where != "arith":
-                return "a scalar subquery that can be empty inside a function argument or a CASE value"
+            if where in _FALLIBLE:
+                return f"a scalar subquery that can be empty as an argument of {where}"
             return ""
         if isinstance(n, A.ColumnRef) and n.nullable:
             if where == "case":

@@ -270,6 +270,9 @@ def oracle_sql(q: ResolvedQuery) -> str:
             order = [(_position(o.expr, [t.expr for t in sel.targets]), o.descending) for o in sel.order_by]
         else:
             order = [(_position(o.expr, [e for _, e in q.key_columns]), o.descending) for o in sel.order_by]
+    if order and sel.limit is not None:
+        # ties broken as the engines break them: by the key columns, ascending, NULLs last
+        order += [(i, False) for i in range(1, len(q.key_columns) + 1)]
     if order:
         out += " ORDER BY " + ", ".join(f"{i}{' DESC' if d else ''}" for i, d in order)
     if sel.limit is not None:

@@ -354,6 +354,8 @@ class _Resolver(JoinResolution):
         t = builtin_result_type(name, arg_types)
         if isinstance(t, str):
             raise _err(t, e)
+        if name in ("listmin", "listmax") and any(_may_be_null(a) for a in args):
+            args = _skipping_nulls(args)
         return replace(e, args=args, type=t)
 
     def null_function(self, e: A.FuncCall, args: tuple):
@@ -549,3 +551,20 @@ def _result(q, index: int, several: bool, relations: tuple, functions: tuple) ->
         values = [(_unique_name(prefix + "COUNT", used), None)]
     return ResolvedQuery(index, f"QUERY_{index}", q, aliases, tuple(keys), tuple(values), is_agg,
                          relations, functions)
+
+
+def _may_be_null(e) -> bool:
+    """Whether the resolved expression e can be NULL (an over-approximation: it reads a nullable
+    column, a scalar subquery, NULL, COALESCE/NULLIF or an aggregate)."""
+    return any(isinstance(n, (A.NullLiteral, A.ScalarSubquery, A.AggCall)) or
+               isinstance(n, A.ColumnRef) and n.nullable or
+               isinstance(n, A.FuncCall) and n.name in ("coalesce", "nullif")
+               for n in iter_nodes(e, into_queries=False))
+
+
+def _skipping_nulls(args: tuple) -> tuple:
+    """LISTMIN/LISTMAX arguments that skip NULLs as SQL's LEAST/GREATEST do: argument i becomes
+    COALESCE(a_i, a_i+1, ..., a_i-1), so a NULL argument stands for another one and the call is
+    NULL only where all of them are (then every COALESCE is, and NULL propagates)."""
+    t = FLOAT if any(a.type == FLOAT for a in args) else args[0].type
+    return tuple(A.FuncCall("coalesce", args[i:] + args[:i], args[i].pos, t) for i in range(len(args)))
