@@ -229,6 +229,21 @@ def _ipc_stream(table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def _to_partition(dest: int) -> int:
+    return dest
+
+
+def warm_up(sc, spec: dict, parts: int) -> None:
+    """The engine's warm-up job, shaped like a batch's (a stage, a shuffle, a stage, collect),
+    and Arrow's first uses here: the JVM's shuffle path, the workers' shuffle code and the
+    libraries' first calls cost the first batch ~300 ms otherwise (docs/spark-engine.md, "The
+    first batch, and what a steady batch costs")."""
+    warm = warm_task(spec)
+    sc.parallelize(range(parts), parts).mapPartitionsWithIndex(warm).partitionBy(parts, _to_partition) \
+        .mapPartitionsWithIndex(warm).collect()
+    warm_arrow()
+
+
 def warm_task(spec: dict):
     """Load the spec's partition program in the worker that runs the task (engine start), and
     the modules stage 0 reads batch slices with (pyarrow's IPC reader: ~60-200 ms to import,

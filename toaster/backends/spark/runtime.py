@@ -42,7 +42,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from toaster.backends.spark import native, native_driver, native_input, native_state, state, worker
-from toaster.backends.spark.job_plan import JobRunner, _identity
+from toaster.backends.spark.job_plan import JobRunner
 from toaster.backends.spark.submit import run_main  # noqa: F401  (generated programs import it from here)
 from toaster.backends.spark.worker import IndexedMap
 
@@ -415,15 +415,10 @@ class DistRuntime(JobRunner):
     def start(self) -> None:
         """Load the partition program in the executors' Python workers (one job: a worker JITs
         it or loads its machine code once, so the first batch does not pay it), then set the
-        initial values (ON SYSTEM READY) before any batch: driver-side constants. The warm-up job
-        has a batch's shape (a stage, a shuffle, a stage, collect) and runs Arrow's first uses
-        in the workers and here: the JVM's shuffle path and the libraries' first calls cost the
-        first batch ~300 ms otherwise (docs/spark-engine.md, "The first batch")."""
+        initial values (ON SYSTEM READY) before any batch: driver-side constants. The job has
+        a batch's shape (native_state.warm_up)."""
         if self.native is not None:
-            P, warm = self.partitions, native_state.warm_task(self._spec({}))
-            self.sc.parallelize(range(P), P).mapPartitionsWithIndex(warm).partitionBy(P, _identity) \
-                .mapPartitionsWithIndex(warm).collect()
-            native_state.warm_arrow()
+            native_state.warm_up(self.sc, self._spec({}), self.partitions)
         if self.READY:
             self._run_batch([(self.READY, {})])
 
