@@ -135,3 +135,27 @@ def test_what_native_code_cannot_run_is_refused_at_compile_time():
     imp = replace(block.imp, triggers=(replace(trig, body=(bad,) + trig.body),))
     with pytest.raises(UnsupportedError, match=r"function cast_string\(\)"):
         partition_program(prog.dist, [replace(block, imp=imp)])
+
+
+def test_warm_up_job_has_a_batch_shape(spark):
+    """Engine start runs one warm-up job shaped like a batch's (a stage, a shuffle, a stage,
+    collect: the JVM's shuffle path and Arrow's first uses run before the first batch, which
+    paid ~300 ms for them; docs/spark-engine.md "The first batch"), and the batches after it
+    stay correct."""
+    from bench.sparksql import job_count_since
+    from toaster.backends.spark.runtime import last_job_id
+    comp = compile_sql(GROUP_SUM, mode="batch")
+    sc = spark.sparkContext
+    job0 = last_job_id(sc)
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+    try:
+        assert job_count_since(sc, job0)[:2] == (1, 2)
+        oracle = Oracle(comp.m3.relations)
+        for batch in random_stream(comp.m3.relations, seed=3, n_batches=4, min_batch=1, max_batch=5, deletes=True):
+            engine.apply(batch)
+            oracle.apply(batch)
+            q = comp.queries[0]
+            assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), len(q.key_columns))
+        oracle.close()
+    finally:
+        engine.close()

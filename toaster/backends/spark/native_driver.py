@@ -35,6 +35,12 @@ class DriverBlock:
     writes: tuple       # the temps it writes (read back as Columns)
     fresh: tuple        # the temps it starts empty
     scratch: tuple      # its scratch maps, as the partition program names them (cleared first)
+    delta: str | None = None    # its trigger's batch map (DELTA_R), when it reads it
+    # the batch columns it reads (None: every column loads); the others are never interned:
+    # one constant when the block is linear in its batch, else net rows numbered in `surrogate`
+    columns: tuple | None = None
+    linear: bool = False
+    surrogate: int | None = None
 
 
 class Columns:
@@ -94,7 +100,9 @@ def driver_blocks(prog, lowered: dict, inputs: dict) -> tuple[dict, frozenset]:
                       and all(tags[r].kind == "temp" for r in reads if r in tags))
             if native:
                 out[code.name] = DriverBlock(code.name, tuple(code.params), writes, tuple(code.fresh),
-                                             tuple(f"{code.name}__{s}" for s in code.scratch))
+                                             tuple(f"{code.name}__{s}" for s in code.scratch),
+                                             delta if delta in code.params else None,
+                                             *_batch_columns(prog, trig, b, code, delta))
                 has_driver = True
             elif delta in reads and code.name not in input_names:
                 readers_ok = False
@@ -103,11 +111,103 @@ def driver_blocks(prog, lowered: dict, inputs: dict) -> tuple[dict, frozenset]:
     return out, frozenset(columnar)
 
 
-def _load(nm, name: str, value, types: dict) -> None:
+def _batch_columns(prog, trig, block, code, delta) -> tuple:
+    """(columns, linear, surrogate) of driver block `block`'s batch: the positions of the
+    columns it reads (None: every column), whether every statement reading the batch is linear
+    in it (native_input.linear_in: rows that differ only in a column it does not read may then
+    be summed), and for a block that is not, an unread int or float column that will hold each
+    net row's number instead of its value (no such column: every column loads). A column is
+    unread when the block's loops never use it (native_input._columns_read) or when, in the
+    calculus, every variable the batch binds there occurs nowhere else in its scope
+    (`_unread_in_calculus`: TPC-H Q4's L_COMMENT, which its code copies into a group map)."""
+    from toaster.backends.spark.native_input import _columns_read, linear_in
+    if delta is None or delta not in code.params:
+        return None, False, None
+    rel = trig.event.relation
+    decl = next(r for r in prog.relations if r.name == rel)
+    stmts = [it.stmt for it in block.items if delta in map_names(it.stmt.rhs)]
+    unread = _unread_in_calculus([s.rhs for s in stmts], rel, len(decl.columns))
+    columns = tuple(j for j in _columns_read(code.body, delta, len(decl.columns)) if j not in unread)
+    if all(linear_in(s.rhs, rel) for s in stmts):
+        return columns, True, None
+    numbered = [j for j, c in enumerate(decl.columns) if j not in columns and str(c.type) in ("int", "float")]
+    return (columns, False, numbered[0]) if numbered else (None, False, None)
+
+
+def _unread_in_calculus(exprs, rel: str, arity: int) -> set:
+    """Positions j of batch `rel` whose value no expression uses: at every occurrence of the
+    batch, its variable at j is summed out by an enclosing AggSum (not in its group) in whose
+    body it occurs only there (no comparison, value, join or group reads it). A variable free at
+    the statement (a target key) or occurring twice in its scope is read."""
+    from toaster.calculus import ir as C
+    unread = set(range(arity))
+
+    def count(node, name: str) -> int:
+        if isinstance(node, C.Var):
+            return node.name == name
+        if isinstance(node, tuple):
+            return sum(count(x, name) for x in node)
+        if hasattr(node, "__dataclass_fields__"):
+            return sum(count(getattr(node, f), name) for f in node.__dataclass_fields__)
+        return 0
+
+    def walk(node, scopes):
+        if isinstance(node, C.DeltaRel) and node.name == rel:
+            for j, v in enumerate(node.vars):
+                scope = next((a for a in reversed(scopes) if v.name not in {g.name for g in a.group}), None)
+                if scope is None or count(scope.expr, v.name) != 1 or \
+                        count(getattr(scope, "term", ()), v.name):
+                    unread.discard(j)
+            return
+        if isinstance(node, (C.AggSum, C.Extremum)):
+            scopes = scopes + [node]
+        if isinstance(node, tuple):
+            for x in node:
+                walk(x, scopes)
+        elif hasattr(node, "__dataclass_fields__"):
+            for f in node.__dataclass_fields__:
+                walk(getattr(node, f), scopes)
+    for e in exprs:
+        walk(e, [])
+    return unread
+
+
+def net_rows(delta, columns, surrogate: int, key_types):
+    """(key columns, multiplicities) of a batch for a block not linear in it: its net rows (equal
+    rows summed over every column, zero sums dropped; Arrow's hash group-by, no Python per row),
+    with the `columns` the block reads as they are, column `surrogate` (never read) holding the
+    row's number -- so rows that differ only in unread columns stay apart, as the block needs --
+    and the other unread columns one constant: their strings are not interned."""
+    import pyarrow as pa
+    from toaster.backends.spark.native_input import table_columns
+    from toaster.runtime.batch import Batch
+    batch = delta.batches[0] if len(delta.batches) == 1 else Batch.concat(delta.batches)
+    arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(c)) for c in batch.columns]
+    names = [f"c{j}" for j in range(len(arrays))]
+    grouped = pa.table(arrays + [pa.array(np.asarray(batch.signs, np.int64))], names=names + ["s"]) \
+        .group_by(names, use_threads=False).aggregate([("s", "sum")])
+    sums = grouped.column("s_sum").to_numpy()
+    keep = np.flatnonzero(sums != 0)
+    kept = [grouped.column(f"c{j}").take(pa.array(keep)) for j in columns]
+    n = len(keep)
+    row_ids = np.arange(n, dtype=np.int64 if key_types[surrogate] == "int" else np.float64)
+    table = pa.table(kept + [pa.array(row_ids), pa.array(sums[keep])],
+                     names=[f"c{j}" for j in columns] + [f"c{surrogate}", "s"])
+    return table_columns(table, key_types)
+
+
+def _load(nm, name: str, value, types: dict, db: DriverBlock | None = None) -> None:
+    """Load driver map `name` from its value; the batch of driver block `db` (a ColumnarDelta)
+    with only the columns the block reads (the others one constant or, for a block not linear
+    in it, net rows numbered: net_rows), so no string of an unread column is interned."""
     from toaster.backends.spark import native, native_input
     if isinstance(value, native_input.ColumnarDelta):
         key_types = types[name][0]
-        data = value.slices(1, range(len(key_types)))[0]
+        if db is not None and db.columns is not None and not db.linear:
+            nm.add(name, [net_rows(value, db.columns, db.surrogate, key_types)] if len(value) else ())
+            return
+        columns = db.columns if db is not None and db.columns is not None else range(len(key_types))
+        data = value.slices(1, columns)[0]
         if data is None:
             nm.add(name, ())
             return
@@ -126,7 +226,7 @@ def runner(rt, db: DriverBlock):
         types = nm.pp.map_types
         for m in db.reads:
             if m not in db.fresh:
-                _load(nm, m, rt.local.get(m, {}), types)
+                _load(nm, m, rt.local.get(m, {}), types, db if m == db.delta else None)
         for m in db.fresh + db.scratch:
             nm.add(m, ())
         nm.run_block(db.block)

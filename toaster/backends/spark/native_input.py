@@ -327,7 +327,13 @@ def _read_slice(data: bytes, key_types):
     """(key columns, signs) of a slice; a column that did not travel (the block does not read
     it) is one constant."""
     import pyarrow as pa
-    table = pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+    return table_columns(pa.ipc.open_stream(pa.BufferReader(data)).read_all(), key_types)
+
+
+def table_columns(table, key_types):
+    """(key columns, signs) of a slice's Arrow table (columns c<position>.., signs s): a column
+    it lacks is one constant (the strings as the string pool encodes them: Arrow arrays)."""
+    import pyarrow as pa
     n = table.num_rows
     cols = []
     for j, t in enumerate(key_types):

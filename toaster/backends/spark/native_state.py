@@ -210,16 +210,51 @@ def restore_task(spec: dict, seq: int, old_store: str):
     return run
 
 
+def warm_arrow() -> None:
+    """Run once what a batch first runs of Arrow in this process: the IPC writer and reader (the
+    batch slices, the delta files) and a hash group-by (input_arrow's plans). Their first use
+    costs ~50 ms a process (library initialization, kernel registration), which the first batch
+    of an engine paid on the driver and in every task."""
+    import pyarrow as pa
+    cols, vals = from_ipc(to_ipc([np.zeros(1, np.int64)], np.ones(1)))
+    pa.table({"k0": cols[0], "v0": vals}).group_by(["k0"], use_threads=False).aggregate([("v0", "sum")])
+    pa.ipc.open_stream(pa.BufferReader(_ipc_stream(pa.table({"c0": cols[0]})))).read_all()
+
+
+def _ipc_stream(table) -> bytes:
+    import pyarrow as pa
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _to_partition(dest: int) -> int:
+    return dest
+
+
+def warm_up(sc, spec: dict, parts: int) -> None:
+    """The engine's warm-up job, shaped like a batch's (a stage, a shuffle, a stage, collect),
+    and Arrow's first uses here: the JVM's shuffle path, the workers' shuffle code and the
+    libraries' first calls cost the first batch ~300 ms otherwise (docs/spark-engine.md, "The
+    first batch, and what a steady batch costs")."""
+    warm = warm_task(spec)
+    sc.parallelize(range(parts), parts).mapPartitionsWithIndex(warm).partitionBy(parts, _to_partition) \
+        .mapPartitionsWithIndex(warm).collect()
+    warm_arrow()
+
+
 def warm_task(spec: dict):
     """Load the spec's partition program in the worker that runs the task (engine start), and
     the modules stage 0 reads batch slices with (pyarrow's IPC reader: ~60-200 ms to import,
-    which the first batch paid)."""
-    def run(_p, elements):
+    which the first batch paid), and run Arrow's first uses (warm_arrow). Its output is one
+    record per partition, so the warm-up job shuffles as a batch's job does (runtime.start)."""
+    def run(p, elements):
         drain(elements)
         nx.module_for(spec)
-        import pyarrow.ipc  # noqa: F401
         from toaster.backends.spark import native_input  # noqa: F401
-        return iter(())
+        warm_arrow()
+        return iter([(q, ()) for q in range(spec["partitions"])])
     return run
 
 

@@ -415,10 +415,10 @@ class DistRuntime(JobRunner):
     def start(self) -> None:
         """Load the partition program in the executors' Python workers (one job: a worker JITs
         it or loads its machine code once, so the first batch does not pay it), then set the
-        initial values (ON SYSTEM READY) before any batch: driver-side constants."""
+        initial values (ON SYSTEM READY) before any batch: driver-side constants. The job has
+        a batch's shape (native_state.warm_up)."""
         if self.native is not None:
-            self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(
-                native_state.warm_task(self._spec({}))).collect()
+            native_state.warm_up(self.sc, self._spec({}), self.partitions)
         if self.READY:
             self._run_batch([(self.READY, {})])
 
