@@ -70,6 +70,7 @@ def null_last_key(v, descending: bool) -> tuple:
         return (-1,) if descending else (3,)
     return (1, v) if isinstance(v, str) else (0, v)
 NULL_UNLESS = "null_unless"     # null_unless(value, present): NULL where present is 0 (a count or 1 - flag)
+KLEENE_OR = "kleene_or"         # kleene_or(c, ...): 1 if some c is 1, else NULL if some c is NULL, else 0
 
 
 class RowContext:
@@ -151,6 +152,9 @@ def eval_result(t, key: tuple, ctx: RowContext):
                 for x in vals:
                     v *= x
             return float(v) if ty == FLOAT else v
+        case Func(name, args, _) if name == KLEENE_OR:
+            vals = [eval_result(a, key, ctx) for a in args]
+            return 1 if any(v for v in vals if v is not None) else None if None in vals else 0
         case Func("coalesce", args, ty):      # the first argument that is not NULL
             for a in args:
                 v = eval_result(a, key, ctx)

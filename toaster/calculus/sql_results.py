@@ -16,7 +16,7 @@ from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, Func, Lift, Prod, Su
                                  expr_type, mk_prod)
 from toaster.calculus.maps import MapDecl
 from toaster.calculus.null_sql import null_default
-from toaster.calculus.results import NULL_UNLESS, GlobalValue, can_be_null, KeyRef, MapReduce, MapValue, TopValue
+from toaster.calculus.results import KLEENE_OR, NULL_UNLESS, GlobalValue, can_be_null, KeyRef, MapReduce, MapValue, TopValue
 from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.frontend.resolve import same_expr
@@ -301,10 +301,7 @@ class _TopLevel:
                 test = Cmp(op, self.rterm(l, terms, key_exprs), self.rterm(r, terms, key_exprs))
                 guards = tuple(self.subquery_guard(s) for x in (l, r) for s in nullable_subqueries(x, terms)
                                if isinstance(s, A.ScalarSubquery))
-                if can_be_null(test) and negate:
-                    # unknown (NULL) is dropped at the top of HAVING and inside AND, but NOT and
-                    # OR need three-valued terms
-                    raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
+                # a NULL operand makes test NULL (unknown), and 1 - unknown is unknown
                 return Prod(guards + (_not(test) if negate else test,)) if guards else test
             case A.And(args) if negate:
                 return _or([self.rcond(a, terms, key_exprs, True) for a in args])
@@ -313,10 +310,7 @@ class _TopLevel:
             case A.And(args):
                 return Prod(tuple(self.rcond(a, terms, key_exprs) for a in args))
             case A.Or(args):
-                parts = [self.rcond(a, terms, key_exprs) for a in args]
-                if any(can_be_null(p) for p in parts):
-                    raise _unsupported("NOT or OR over a comparison with a value that can be NULL in HAVING", c)
-                return _or(parts)
+                return _or([self.rcond(a, terms, key_exprs) for a in args])
             case A.NotCond(a):
                 return self.rcond(a, terms, key_exprs, not negate)
             case A.BoolConst(v):
@@ -340,6 +334,8 @@ def _not(t):
 
 
 def _or(parts: list):
+    if any(can_be_null(p) for p in parts):      # unknown OR true is true: Kleene's OR
+        return Func(KLEENE_OR, tuple(parts), INT)
     acc = parts[0]
     for b in parts[1:]:
         acc = Sum((acc, b, Prod((Value(Const(-1, INT)), acc, b))))
