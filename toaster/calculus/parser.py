@@ -14,7 +14,7 @@ from lark.exceptions import UnexpectedInput
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var, expr_type)
 from toaster.calculus.maps import Event, MapDecl
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
+from toaster.calculus.results import KLEENE_OR, GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.errors import SqlSyntaxError, SemanticError
 from toaster.schema import Column, QueryResult, RelationDecl, ResultColumn, Source, physical_columns
 from toaster.types import BOOL, DATE, FLOAT, INT, STRING, Type, date_to_int, type_from_name
@@ -87,11 +87,12 @@ MUL: "*" | "/"
        | "@" SIGNED_INT ":" TYPE -> key_ref
        | "global" "[" NAME ":" TYPE "]" -> global_value
        | "top" "[" NAME ":" TYPE "LIMIT" SIGNED_INT "BY" top_item ("," top_item)* "]" -> top_value
+       | "kleene_or" "(" rterm ("," rterm)+ ")" -> kleene_or
        | "(" term ")" -> paren_t
 
 TYPE: "int" | "float" | "date" | "string" | "bool"
 REDUCE.2: "min" | "max" | "count"
-NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false|global|top)\b)[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(AggSum|AggMin|AggMax|DELTA|DATE|true|false|global|top|kleene_or)\b)[A-Za-z_][A-Za-z0-9_]*/
 SIGNED_FLOAT.2: /-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)/ | /nan/
 SIGNED_INT: /-?[0-9]+/
 STRING: /'[^']*'/
@@ -209,6 +210,9 @@ class _Build(Transformer):
 
     def func(self, c):
         return Func(str(c[0]), tuple(a for a in c[2:] if a is not None), type_from_name(str(c[1])))
+
+    def kleene_or(self, c):
+        return Func(KLEENE_OR, tuple(c), INT)
 
     # ------------------------------------------------------- expressions
     def _names(self, toks):
@@ -393,6 +397,8 @@ class _TypeEnv:
                 else:
                     ty = FLOAT if any(a.type == FLOAT for a in args2) else INT
                 return Arith(op, args2, ty)
+            case Func(n, args, ty) if n == KLEENE_OR:
+                return Func(n, tuple(_type_rterm(self, a) for a in args), ty)
             case Func(n, args, ty):
                 return Func(n, tuple(self.term(a) for a in args), ty)
         raise TypeError(t)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
                                  Sum, Value, Var)
-from toaster.calculus.results import GlobalValue, KeyRef, MapReduce, MapValue, TopValue
+from toaster.calculus.results import KLEENE_OR, GlobalValue, KeyRef, MapReduce, MapValue, TopValue
 from toaster.types import DATE, FLOAT, INT, STRING, BOOL, int_to_date
 
 
@@ -34,6 +34,8 @@ def print_term(t) -> str:
             return f"-({print_term(a)})"
         case Arith(op, args, _):
             return "(" + f" {op} ".join(print_term(a) for a in args) + ")"
+        case Func(name, args, _) if name == KLEENE_OR:     # of result conditions
+            return f"{KLEENE_OR}(" + ", ".join(_rterm(a) for a in args) + ")"
         case Func(name, args, ty):
             return f"#{name}:{ty}(" + ", ".join(print_term(a) for a in args) + ")"
         case MapValue(m, ty):
