@@ -83,3 +83,13 @@ SUB_QUERIES = [
 def test_empty_subqueries_in_functions_and_case_values_equal_duckdb(sql, backend, mode):
     seen = run_against_duckdb(SUB_SCHEMA, sql, SUB_STREAM, backend, mode)
     assert len(set(seen)) >= 2, "the stream must change the answer (not a vacuous pass)"
+
+
+def test_a_three_valued_having_prints_and_parses_back():
+    from toaster.m3.parser import parse_m3
+    from toaster.pipeline import compile_sql
+    calc = compile_sql(SCHEMA + QUERIES[8] + ";").stage("calc")
+    text = str(calc)
+    assert "HAVING kleene_or(" in text, text
+    back = parse_m3(text)
+    assert (back.relations, back.maps, back.queries) == (calc.relations, calc.maps, calc.queries)
