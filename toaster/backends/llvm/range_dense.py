@@ -90,6 +90,9 @@ def install_dense(module, m) -> None:
     m.get_fn, m.add_fn = _build_get(m, d), _build_add(m, d)
     m.rix_keys.get_fn, m.rix_keys.set_fn = _build_key_get(m, d), _build_key_set(m, d)
     d["flush"], d["reload"] = _build_flush(m, d), _build_reload(m, d)
+    for f in (d["flush"], d["reload"]):         # rare (structural steps): one copy each, not inlined
+        f.attributes.add("noinline")
+        f.attributes.add("cold")
 
 
 def _switch(m, d, name, ret, params, dense, hashed):
