@@ -318,6 +318,8 @@ class _ModuleGen:
             b = ir.IRBuilder(fn.append_basic_block())
             for m in self.maps.values():
                 b.call(self.module.get_global(f"{m.name}.{method}"), [])
+            if method == "destroy":   # the range indexes' dense arrays (range_dense.py)
+                b.call(self.module.get_global("rix.dense.destroy"), [])
             if method == "init":   # ON SYSTEM READY: initial map values
                 for t, f in self.trigger_fns:
                     if t.event.kind == "ready":

@@ -55,6 +55,7 @@ from toaster.runtime.checks import CANONICAL_DTYPES, canonical_string_column
 from toaster.runtime.reads import ProgramReads
 from toaster.types import BOOL, FLOAT, STRING
 from toaster.backends.llvm.codegen import LLVMModule, generate_llvm
+from toaster.backends.llvm.range_index import rebuilt_indexes
 from toaster.backends.llvm.strings import StringPool
 from toaster.backends.llvm.string_hash import NativeStringHash
 from toaster.backends.llvm.feed import FAILED, HEADER, FeedRelation, NativeFeed, build_feed_ir, probe_layout
@@ -75,6 +76,8 @@ class LLVMEngine(Engine):
         super().__init__(prog.relations, prog.queries)
         self.program = prog
         self.llvm_module = module
+        # the range indexes that may keep only some levels natively (range_mask.py)
+        self._rix_indexes = frozenset(rebuilt_indexes(prog))
         self._reads = ProgramReads(prog)
         layout = probe_layout()
         feed_relations = [FeedRelation(k, module.entry_points[r.name], tuple(r.types),
@@ -448,8 +451,11 @@ class LLVMEngine(Engine):
                 yield raw[live, j]
 
     def _raw_entries(self, spec):
-        """(keys as an (n, K) int64 array, values) of a map, copied out of native memory."""
-        self._rix_unmask()
+        """(keys as an (n, K) int64 array, values) of a map, copied out of native memory. Only a
+        range index's raw entries need its every level (reading a view keeps the indexes masked
+        and dense: a result read per batch made them full width for good)."""
+        if spec.name in self._rix_indexes:
+            self._rix_unmask()
         count_fn, keys_fn, vals_fn = self._accessors[spec.name]
         n = count_fn()
         K = len(spec.key_types)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from toaster.backends.llvm.hashmap import F64, I64, PTR, NativeMap, i64
+from toaster.backends.llvm.range_dense import build_destroy, discard, flush, install_dense, reload
 from toaster.backends.llvm.range_memo import install_memo, invalidate, invalidate_all
 from toaster.imperative.ir import MapSpec
 from toaster.m3.range_index import LEVELS_MAP
@@ -71,11 +72,14 @@ def install_masks(module, maps: dict, rebuilt: dict, prog) -> None:
             spec = MapSpec(f"{name}.leafkey", m.spec.key_types, INT, "temp")
             m.rix_keys = maps[spec.name] = NativeMap(module, m.rt, spec)
             install_memo(module, maps, m)
+            install_dense(module, m)
             masked.append(m)
+    build_destroy(module, masked)
     f = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "rix.unmask")
     b = ir.IRBuilder(f.append_basic_block("entry"))
     for m in masked:
         invalidate_all(b, m)
+        flush(b, m)                     # full width from now on: the hash map holds it
         base_g, diff_g, used_g, leaf_g = m.rix_mask
         with b.if_else(b.icmp_unsigned("==", b.load(used_g, typ=I64), i64(0))) as (fresh, seen):
             with fresh:
@@ -244,6 +248,8 @@ def _build_grow(m):
     new = b.or_(diff, b.xor(u, base))
     grew = b.icmp_unsigned("!=", new, diff)
     second = b.icmp_unsigned("==", diff, i64(0))
+    with b.if_then(grew):
+        flush(b, m)                     # range_dense.py: the steps below work on the hash map
     with b.if_then(b.and_(grew, b.not_(second))):
         _fill(f, b, m, base, _bits(b, m, diff), _bits(b, m, new))
     with b.if_then(b.and_(grew, second)):
@@ -264,6 +270,7 @@ def _build_grow(m):
         b.store(leaf, leaf_g)
     with b.if_then(grew):
         b.store(new, diff_g)
+        reload(b, m)
     b.ret(min63(b, _bits(b, m, b.load(diff_g, typ=I64))))
     return f
 
@@ -288,8 +295,10 @@ def _build_leaf(m):
     with b.if_else(b.and_(other, live)) as (clash, free):
         with clash:
             lower = b.sub(i64(63), ctlz(b, m, b.xor(held, u)))
+            flush(b, m)
             _push_down(f, b, m, leaf, lower)
             b.store(lower, leaf_g)
+            reload(b, m)                # before u's key is set: u has no node value to reload it by
             b.call(m.rix_keys.set_fn, gs + [lower, b.lshr(u, lower), u])
         with free:
             with b.if_then(other):
@@ -380,6 +389,7 @@ def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
         b.call(m.clear_fn, [])
         masked = getattr(m, "rix_mask", None) is not None
         if masked:
+            discard(b, m)               # the arrays are rebuilt from the hash map after it
             b.call(m.rix_keys.clear_fn, [])
             invalidate_all(b, m)
 
@@ -414,4 +424,6 @@ def emit_index_rebuild(b, f, maps: dict, rebuilt: dict):
                 bb.position_at_end(done)
             return bb
         b = base._count_loop(f, b, b.load(base.g_count, typ=I64), entry)
+        if masked:
+            reload(b, m)
     return b
