@@ -431,7 +431,9 @@ def _duck_cast_int(a, ts):
     if ts[0] == FLOAT:
         return _duck_float_to_int(a[0])
     if ts[0] == STRING:
-        return f"COALESCE(TRY_CAST(regexp_extract({a[0]}, '^\\s*([-+]?[0-9]+)', 1) AS BIGINT), 0)"
+        # atoi-like (no digits: 0), and NULL of NULL
+        return (f"CASE WHEN {a[0]} IS NULL THEN NULL ELSE "
+                f"COALESCE(TRY_CAST(regexp_extract({a[0]}, '^\\s*([-+]?[0-9]+)', 1) AS BIGINT), 0) END")
     if ts[0] == DATE:
         return _duck_date_as_int(a[0])
     return f"CAST({a[0]} AS BIGINT)"
