@@ -33,3 +33,12 @@ def run_against_duckdb(schema: str, sql: str, stream, backend: str, mode: str) -
         oracle.close()
         engine.close()
     return seen
+
+
+def assert_calc_round_trip(calc) -> str:
+    """The calc program prints to text that parses back to it; returns the text."""
+    from toaster.m3.parser import parse_m3
+    text = str(calc)
+    back = parse_m3(text)
+    assert (back.relations, back.maps, back.queries) == (calc.relations, calc.maps, calc.queries)
+    return text

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from toaster.m3.parser import parse_m3
-from null_streams import run_against_duckdb
+from null_streams import assert_calc_round_trip, run_against_duckdb
 from toaster.pipeline import compile_sql
 from toaster.runtime.batch import Batch
 from toaster.runtime.nulls import physical_rows
@@ -55,8 +54,5 @@ def test_nulls_last_in_both_directions():
 
 
 def test_a_top_n_over_a_nullable_column_prints_its_flag_and_parses_back():
-    calc = compile_sql(SCHEMA + QUERIES[4] + ";").stage("calc")
-    text = str(calc)
+    text = assert_calc_round_trip(compile_sql(SCHEMA + QUERIES[4] + ";").stage("calc"))
     assert "DESC NULL @1" in text, text
-    back = parse_m3(text)
-    assert (back.relations, back.maps, back.queries) == (calc.relations, calc.maps, calc.queries)
