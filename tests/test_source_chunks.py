@@ -241,6 +241,29 @@ def test_sequence_ordered_streams_read_in_chunks(tmp_path, batch_size, block_siz
     assert got == want and want[1] is None
 
 
+@pytest.mark.parametrize("batch_size", [None, 1, 3, 8])
+def test_steps_are_the_windows_of_the_sequence_ordered_streams(tmp_path, batch_size):
+    """open_sources(steps=True): a window of the sequence-ordered streams is one step (a Batch
+    per relation it touches, as cut_windows gives), every other batch a step of its own; the
+    steps flattened are the batches of steps=False."""
+    rng = np.random.default_rng(11)
+    seq = np.arange(40)
+    rng.shuffle(seq)
+    decls = [_seq_decl(tmp_path, n, [(int(s), int(int(s) % 3 > 0), int(s)) for s in sorted(p)])
+             for n, p in zip("RS", np.array_split(seq, 2))]
+    (tmp_path / "p.csv").write_text("1\n2\n3\n")
+    plain = RelationDecl("P", (Column("A", INT),), "stream", Source(str(tmp_path / "p.csv"), "csv"))
+    steps = list(open_sources(decls + [plain], batch_size, steps=True)[1])
+    assert outcome(lambda: (b for step in steps for b in step)) == \
+        outcome(lambda: open_sources(decls + [plain], batch_size)[1])
+    whole = [b for d in decls for b in load_sources([d])[1]]
+    windows = cut_windows(whole, *merge_by_seq([b.seq for b in whole]), batch_size)
+    sequenced = [s for s in steps if s[0].relation != "P"]
+    assert [[(b.relation, b.seq.tolist()) for b in s] for s in sequenced] == \
+        [[(b.relation, b.seq.tolist()) for b in w] for w in windows]
+    assert all(len(s) == 1 for s in steps if s[0].relation == "P")
+
+
 
 @pytest.mark.parametrize("seed", [None, 1, 2])
 def test_streams_sharing_a_file_and_seeded_interleaving_read_in_chunks(tmp_path, seed):

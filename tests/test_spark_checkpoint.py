@@ -201,6 +201,32 @@ def test_cli_spark_killed_after_a_checkpoint_then_resumed(tmp_path):
     assert assert_matches_duckdb(comp, engine, list(tables) + list(streams)) > 0
 
 
+def test_cli_spark_applies_each_window_of_both_streams_in_one_job(spark, tmp_path, capsys, monkeypatch):
+    """--run feeds a window of the sequence-ordered streams (a Batch of R and one of S) as one
+    step: the spark engine runs it as one job; the printed views equal DuckDB's."""
+    from toaster.pipeline import main
+    write_inputs(tmp_path, 23, n_r=12, n_s=9)
+    steps = []
+    real = SparkEngine._apply_many
+
+    def apply_many(self, batches):
+        real(self, batches)
+        steps.append(({b.relation for b in batches}, self.jobs_last_batch))
+    monkeypatch.setattr(SparkEngine, "_apply_many", apply_many)
+    assert main([str(tmp_path / "q.sql"), "--run", "--backend", "spark", "--batch-size", "4",
+                 "--output", "json", "--base-dir", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    both = [jobs for rels, jobs in steps if rels == {"R", "S"}]
+    assert both and all(jobs == 1 for jobs in both), steps
+    comp = compile_sql(SQL)
+    engine = comp.engine("interp")
+    tables, streams = load_sources(list(engine.relations.values()), batch_size=4, base_dir=str(tmp_path))
+    for b in list(tables) + list(streams):
+        engine.apply(b)
+    assert out == json.loads(format_results(engine.results(), "json"))
+    assert assert_matches_duckdb(comp, engine, list(tables) + list(streams)) > 0
+
+
 @pytest.mark.parametrize("replicate", [False, True])
 def test_view_copies_cross_engines_and_survive_lost_replicas(spark, tmp_path, replicate):
     """A program whose view is kept twice (placement.view_copies: test_dist.CHAIN without

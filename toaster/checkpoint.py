@@ -356,13 +356,15 @@ class InputPosition:
                 "sources": [{"relation": r, "file": self.files.get(r), "batches": b, "rows": n}
                             for r, (b, n) in sorted(self.per_relation.items())]}
 
-    def skip(self, batches, stored: dict | None):
-        """Advance over the prefix of `batches` (an iterable, read lazily) that the stored
-        position says was applied and return the rest (an iterator); refuse if the input or the
-        batch size is not what it was."""
-        batches = iter(batches)
+    def skip(self, steps, stored: dict | None):
+        """Advance over the prefix of `steps` (an iterable of lists of batches, each applied as
+        one step; read lazily) that the stored position says was applied and return the rest (an
+        iterator of steps; a step the checkpoint ends inside, as one written by a version that
+        applied a window's batches one by one, goes on with its remaining batches); refuse if
+        the input or the batch size is not what it was."""
+        steps = iter(steps)
         if not stored:
-            return batches
+            return steps
         try:
             done, size = int(stored["batches"]), stored.get("batch_size")
             sources = {s["relation"]: (int(s["batches"]), int(s["rows"])) for s in stored["sources"]}
@@ -371,8 +373,15 @@ class InputPosition:
         if size != self.batch_size:
             raise CheckpointError(f"the checkpoint was written with --batch-size {size or 'unset'}; "
                                   f"resume with the same batch size, not {self.batch_size or 'unset'}")
-        for b in itertools.islice(batches, done):
-            self.advance(b)
+        rest = []
+        while self.batches < done:
+            step = next(steps, None)
+            if step is None:
+                break
+            taken = step[:done - self.batches]
+            for b in taken:
+                self.advance(b)
+            rest = step[len(taken):]
         if self.batches < done:
             raise CheckpointError(f"the checkpoint consumed {done} batches but the input has only "
                                   f"{self.batches} (the input files changed?)")
@@ -385,4 +394,4 @@ class InputPosition:
                     raise CheckpointError(
                         f"the input differs from the checkpoint's: relation {r} had {n0} rows in "
                         f"{b0} batches when it was written, the same prefix now has {n1} rows in {b1}")
-        return batches
+        return itertools.chain([rest], steps) if rest else steps

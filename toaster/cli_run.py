@@ -132,11 +132,12 @@ def run_engine(comp, args) -> None:
                   "the views stay as they start", file=sys.stderr)
         # only the relations whose updates can change a view, only the columns the engine reads;
         # batches are read as they are applied (chunked files): memory O(chunk + batch + state)
+        # a window of sequence-ordered streams is one step (spark: one job for all its relations)
         tables, streams = open_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
                                        relations_used=reads.relations_needed(),
-                                       columns=reads.columns_needed)
-        # the next batches are parsed while the engine applies one (and while it compiles)
-        batches = read_ahead = ReadAhead(itertools.chain(tables, streams))
+                                       columns=reads.columns_needed, steps=True)
+        # the next steps are parsed while the engine applies one (and while it compiles)
+        steps = read_ahead = ReadAhead(itertools.chain(tables, streams))
         if engine is None:
             engine = reads.engine()
         position = InputPosition(args.batch_size, {r.name: r.source.path for r in relations if r.source})
@@ -146,7 +147,7 @@ def run_engine(comp, args) -> None:
             if newest is None:
                 print(f"toaster: no checkpoint in {ckpt_dir}; starting from the beginning", file=sys.stderr)
             else:
-                batches = position.skip(batches, engine.restore(newest))
+                steps = position.skip(steps, engine.restore(newest))
                 saved_at = position.batches
                 print(f"toaster: resumed from {newest} ({position.batches:,} batches already applied)",
                       file=sys.stderr)
@@ -161,16 +162,21 @@ def run_engine(comp, args) -> None:
         events = applied = 0
         before = engine.results() if args.emit == "changes" else None
         t0, cpu0 = time.perf_counter(), time.process_time()
-        for b in _progress(batches, args):
-            engine.apply(b)
-            position.advance(b)
-            events += len(b)
-            applied += 1
+        for step in _progress(steps, args):
+            if len(step) == 1:
+                engine.apply(step[0])
+            else:
+                engine.apply_many(step)
+            for b in step:
+                position.advance(b)
+                events += len(b)
+            applied += len(step)
             if before is not None:
                 after = engine.results()
                 sys.stdout.write(format_changes(position.batches, result_changes(before, after), args.output))
                 before = after
-            if ckpt_dir is not None and every is not None and position.batches % every == 0:
+            # a checkpoint at the first step end at or after every N batches (a step is not split)
+            if ckpt_dir is not None and every is not None and position.batches - (saved_at or 0) >= every:
                 save()
         if ckpt_dir is not None and saved_at != position.batches:
             save()                  # the final state, so a later --resume has nothing left to do
@@ -287,13 +293,13 @@ def _build_engine(comp, backend: str, in_background: bool, options_for=lambda re
     return None, _EngineInBackground(reads, future)
 
 
-def _progress(batches, args):
+def _progress(steps, args):
     """A progress bar (tqdm) on a terminal, shown once a run has lasted a second (the batch
-    count is not known before the files are read); the batches as they are otherwise."""
+    count is not known before the files are read); the steps as they are otherwise."""
     if not sys.stderr.isatty():
-        return batches
+        return steps
     try:
         from tqdm import tqdm
     except ImportError:
-        return batches
-    return tqdm(batches, unit="batch", file=sys.stderr, leave=False, desc="events", delay=1.0)
+        return steps
+    return tqdm(steps, unit="step", file=sys.stderr, leave=False, desc="events", delay=1.0)

@@ -294,8 +294,8 @@ def load_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
 
 def open_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
                  base_dir: str | None = None, seed: int | None = None, *,
-                 relations_used=None, columns=None, block_size: int | None = None
-                 ) -> tuple[Iterator[Batch], Iterator[Batch]]:
+                 relations_used=None, columns=None, block_size: int | None = None,
+                 steps: bool = False) -> tuple[Iterator, Iterator]:
     """(table batches, stream batches in feed order), produced lazily as they are consumed, the
     files read in chunks (O(chunk + batch) memory per source, not O(file)). Missing files and
     bad adaptor settings raise InputError here, before any batch; a bad line raises InputError
@@ -312,6 +312,9 @@ def open_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
     `relations_used`: names of the relations to read (others are skipped, e.g.
     engine.relations_needed()); `columns`: a function relation name -> per-column flags of the
     columns to convert (e.g. engine.columns_needed); by default everything is read.
+    `steps`: yield lists of Batches to apply as one step (`Engine.apply_many`): a window of the
+    sequence-ordered streams is one step (a Batch per relation it touches: the spark engine runs
+    it as one job), every other batch a step of its own.
     """
     if batch_size is not None and batch_size <= 0:
         raise ValueError("batch_size must be positive")
@@ -339,13 +342,15 @@ def open_sources(decls: Sequence[RelationDecl], batch_size: int | None = None,
 
     def table_batches():
         for d, cols in tables:
-            yield from source(d, cols, None)
+            for b in source(d, cols, None):
+                yield [b] if steps else b
     streams = []
     for key, group in by_file.items():
         if key is _SEQUENCED:
-            streams.append(_in_seq_order(sequenced, batch_size, source))
+            streams.append(_in_seq_order(sequenced, batch_size, source, steps))
         else:
-            streams.append(_round_robin([source(d, cols, batch_size) for d, cols in group]))
+            batches = _round_robin([source(d, cols, batch_size) for d, cols in group])
+            streams.append(([b] for b in batches) if steps else batches)
     return table_batches(), interleave(streams, seed=seed)
 
 
@@ -368,9 +373,10 @@ def _check_readable(decl: RelationDecl, base_dir: str | None) -> None:
         raise InputError(f"cannot read source of {decl.name}: {e.strerror}", file=path) from None
 
 
-def _in_seq_order(reads, batch_size: int | None, source) -> Iterator[Batch]:
+def _in_seq_order(reads, batch_size: int | None, source, steps: bool = False) -> Iterator:
     """The sequence-ordered streams' events in windows of batch_size (stream_order): merged
-    piece by piece; with no batch size, one window of every event (whole files, as that is)."""
+    piece by piece; with no batch size, one window of every event (whole files, as that is).
+    Each window's Batches one by one, or (`steps`) each window as one list."""
     from toaster.runtime.stream_order import cut_windows, merge_by_seq, merge_windows
     if batch_size is None:
         whole = [b for d, cols in reads for b in source(d, cols, None)]
@@ -379,7 +385,11 @@ def _in_seq_order(reads, batch_size: int | None, source) -> Iterator[Batch]:
         windows = merge_windows([source(d, cols, max(batch_size, _SEQ_PIECE_ROWS)) for d, cols in reads],
                                 batch_size)
     for window in windows:
-        yield from window
+        if steps:
+            if window:
+                yield list(window)
+        else:
+            yield from window
 
 
 def _round_robin(per_relation: list[Iterable[Batch]]) -> Iterator[Batch]:
