@@ -309,10 +309,12 @@ def collect_batch(decl, df, *, empty_strings: bool = False):
     if table is None or table.num_rows == 0:
         return None
     k = len(layout.names)
+    try:
+        cols, signs = canonical_columns(table, layout, () if decl.has_nulls else range(k))
+    except FrameRowError as e:
+        raise located_error(e.payload, decl) from None
     if decl.has_nulls:
-        _, signs = canonical_columns(table, layout, ())
         return Batch(decl.name, signs, tuple(table.column(n).combine_chunks() for n in layout.names))
-    cols, signs = canonical_columns(table, layout, range(k))
     return Batch(decl.name, signs, tuple(cols[j] for j in range(k)))
 
 
@@ -336,7 +338,12 @@ def input_error(exc: BaseException, decls: dict) -> InputError | None:
     if found is None:
         return None
     p = json.loads(base64.b64decode(found.group(1)))
-    decl = decls[p["relation"]]
+    return located_error(p, decls[p["relation"]])
+
+
+def located_error(p: dict, decl) -> InputError:
+    """The InputError of a bad row's payload (FrameRowError), with its file, line and column
+    when the payload locates it in a file split."""
     message = p["message"]
     if "file" not in p:
         return InputError(f"{message} (row {p['row'] + 1} of a partition of the DataFrame)")
