@@ -190,6 +190,7 @@ class SparkEngine(Engine):
         views unchanged. empty_strings: a null string is '' (Spark's CSV reader). Docs:
         docs/spark-engine.md "DataFrame batches read by the executors"."""
         from toaster.backends.spark import frame_input
+        from toaster.backends.spark.native_input import ColumnarDelta
         pairs = list(frames.items()) if isinstance(frames, dict) else list(frames)
         inputs = self.program.native.inputs if self.program.native is not None else {}
         driver = self.program.native.columnar if self.program.native is not None else frozenset()
