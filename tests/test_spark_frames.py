@@ -221,7 +221,12 @@ def test_cli_spark_input_executors_equals_the_interpreter(spark, tmp_path, capsy
     assert main([str(tmp_path / "q.sql"), "--run", "--backend", "spark", "--spark-input", "executors",
                  "--output", "json"]) == 0
     out = capsys.readouterr()
-    assert json.loads(out.out) == want and "read by Spark as one step" in out.err
+    got = json.loads(out.out)
+    assert [(r["name"], len(r["rows"])) for r in got] == [(r["name"], len(r["rows"])) for r in want]
+    for g, w in zip(got, want):
+        for grow, wrow in zip(g["rows"], w["rows"]):
+            assert grow == pytest.approx(wrow, rel=1e-9)
+    assert "read by Spark as one step" in out.err
     assert main([str(tmp_path / "q.sql"), "--run", "--backend", "spark", "--spark-input", "executors",
                  "--batch-size", "10"]) == 2
     assert "--spark-input executors does not take --batch-size" in capsys.readouterr().err

@@ -101,8 +101,7 @@ def run_frames(comp, args) -> None:
     from toaster.runtime.output import format_changes, format_results, result_changes
     engine = comp.engine("spark")
     try:
-        needed = engine.relations_needed()
-        decls = [d for d in engine.relations.values() if d.name in needed]
+        decls = [d for d in engine.relations.values() if d.name in engine.program.TRIGGERS]   # the others change no view
         for d in decls:
             if d.kind == "table":
                 for b in read_source(d, base_dir=args.base_dir, columns=engine.columns_needed(d.name)):
