@@ -38,7 +38,7 @@ def write_steps(data: str, relations, batch: int, batches: int) -> list:
     if os.path.exists(done):
         return steps
     files = {r: open(os.path.join(data, r.lower() + ".csv"), encoding="utf-8") for r in relations}
-    lines = heapq.merge(*[((int(line.split("|", 1)[0]), r, line) for line in f) for r, f in files.items()])
+    lines = heapq.merge(*[_keyed(r, f) for r, f in files.items()])
     out = None
     for i, (_, r, line) in enumerate(lines):
         if i == batch * batches:
@@ -53,6 +53,12 @@ def write_steps(data: str, relations, batch: int, batches: int) -> list:
         fh.close()
     open(done, "w").close()
     return steps
+
+
+def _keyed(relation: str, lines):
+    """(seq, relation, line) of a stream file's lines (`seq|op|...`)."""
+    for line in lines:
+        yield int(line.split("|", 1)[0]), relation, line
 
 
 def measure(query: str, data: str, spark, *, batch: int, batches: int, partitions: int, path: str) -> dict:

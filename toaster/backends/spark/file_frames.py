@@ -21,7 +21,6 @@ def csv_frame(spark, decl, paths):
     """The DataFrame of relation `decl`'s CSV file(s) `paths` (a path or a list), with the
     declared columns under their names, OP with deletions, and FILE, BLOCK and CORRUPT for the
     location of a bad line. Lazy: no Spark job until the step runs."""
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from toaster.backends.spark.streaming import OP_COLUMN, _column, spark_schema
     from toaster.runtime.csv_source import csv_settings
@@ -32,20 +31,18 @@ def csv_frame(spark, decl, paths):
           .option("dateFormat", "yyyy-MM-dd").option("ignoreLeadingWhiteSpace", "false")
           .option("ignoreTrailingWhiteSpace", "false")
           .csv([str(p) for p in paths] if isinstance(paths, (list, tuple)) else str(paths)))
-    cols = [F.col(_column(decl.name, c.name)).alias(c.name) for c in decl.columns]
+    # built as SQL text: one py4j call, not one per Column operation (~0.1 s of driver CPU a step)
+    cols = [f"`{_column(decl.name, c.name)}` AS `{c.name}`" for c in decl.columns]
     if deletions:
-        cols.append(F.col(OP_COLUMN).alias(OP))
+        cols.append(f"`{OP_COLUMN}` AS `{OP}`")
     # Spark's parser checks a line's field count and fills CORRUPT only when the scan needs every
     # column (else it prunes, and a short line just has nulls): CORRUPT is made to read them all
     # (isNull, or an impossible length for strings, whose empty fields are null)
-    every = [F.col(f.name).isNull() if not isinstance(f.dataType, T.StringType) else F.length(F.col(f.name)) < 0
-             for f in schema.fields if f.name != CORRUPT]
-    needs_all = every[0]
-    for e in every[1:]:
-        needs_all = needs_all | e
-    corrupt = F.when(F.col(CORRUPT).isNotNull() | needs_all, F.coalesce(F.col(CORRUPT), F.lit("")))
-    return df.select(*cols, F.col("_metadata.file_path").alias(FILE),
-                     F.col("_metadata.file_block_start").alias(BLOCK), corrupt.alias(CORRUPT))
+    every = " OR ".join(f"length(`{f.name}`) < 0" if isinstance(f.dataType, T.StringType) else f"`{f.name}` IS NULL"
+                        for f in schema.fields if f.name != CORRUPT)
+    corrupt = f"CASE WHEN `{CORRUPT}` IS NOT NULL OR {every} THEN coalesce(`{CORRUPT}`, '') END AS `{CORRUPT}`"
+    return df.selectExpr(*cols, f"_metadata.file_path AS `{FILE}`", f"_metadata.file_block_start AS `{BLOCK}`",
+                         corrupt)
 
 
 def source_frames(spark, decls, base_dir: str | None = None) -> dict:

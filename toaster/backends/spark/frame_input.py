@@ -111,13 +111,12 @@ class FrameDelta(ColumnarDelta):
 
 def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
     """The FrameDelta of `df` for input block `ib`: only the columns it reads, renamed c<j>."""
-    from pyspark.sql import functions as F
     layout = frame_layout(decl, df, empty_strings=empty_strings)
-    keep = [F.col(layout.names[j]).alias(f"c{j}") for j in ib.columns]
-    extra = [F.col(getattr(layout, f)).alias(k) for f, k in _SPECIAL.items() if getattr(layout, f)]
+    keep = [f"`{layout.names[j]}` AS c{j}" for j in ib.columns]      # SQL text: one py4j call
+    extra = [f"`{getattr(layout, f)}` AS `{k}`" for f, k in _SPECIAL.items() if getattr(layout, f)]
     renamed = replace(layout, names=tuple(f"c{j}" for j in range(len(layout.names))),
                       **{f: (k if getattr(layout, f) else None) for f, k in _SPECIAL.items()})
-    return FrameDelta(df.select(*keep, *extra), renamed)
+    return FrameDelta(df.selectExpr(*keep, *extra), renamed)
 
 
 def frame_relations(inputs: dict, relations) -> tuple[list, list]:
