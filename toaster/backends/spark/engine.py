@@ -116,7 +116,8 @@ class SparkEngine(Engine):
     apply(batch) pre-aggregates the batch on the driver (net multiplicity per tuple) and runs
     the relation's batch trigger; apply_many(batches) runs the triggers of several relations,
     in order, as one step: one Spark job for all of them, plus one where a Scatter needs a
-    Gather's result (`jobs_last_batch` counts them). Distributed views stay
+    Gather's result (`jobs_last_batch` counts them); apply_frames(frames) does the same with
+    Spark DataFrames, read by the executors where the trigger allows. Distributed views stay
     resident in the executors' Python workers; `checkpoint_dir` (a path or URL every executor
     can reach; default a driver-local temp dir, enough for local masters) holds their durable
     copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md). That private log

@@ -112,11 +112,15 @@ class FrameDelta(ColumnarDelta):
 def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
     """The FrameDelta of `df` for input block `ib`: only the columns it reads, renamed c<j>."""
     layout = frame_layout(decl, df, empty_strings=empty_strings)
-    keep = [f"`{layout.names[j]}` AS c{j}" for j in ib.columns]      # SQL text: one py4j call
-    extra = [f"`{getattr(layout, f)}` AS `{k}`" for f, k in _SPECIAL.items() if getattr(layout, f)]
+    keep = [f"{_quoted(layout.names[j])} AS c{j}" for j in ib.columns]      # SQL text: one py4j call
+    extra = [f"{_quoted(getattr(layout, f))} AS {k}" for f, k in _SPECIAL.items() if getattr(layout, f)]
     renamed = replace(layout, names=tuple(f"c{j}" for j in range(len(layout.names))),
                       **{f: (k if getattr(layout, f) else None) for f, k in _SPECIAL.items()})
     return FrameDelta(df.selectExpr(*keep, *extra), renamed)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def frame_relations(inputs: dict, relations) -> tuple[list, list]:
