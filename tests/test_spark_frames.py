@@ -173,8 +173,9 @@ def _lines(n, sep=","):
 
 def test_csv_files_read_by_the_executors_report_file_line_column(spark, tmp_path):
     """A CSV file read by Spark (csv_frame) in several splits: the views equal DuckDB over the same
-    file read by toaster's own reader; a malformed field (or line) in a later split fails the step
-    with the error toaster's CLI reader gives for that line (file:line:column), no view changed."""
+    file read by toaster's own reader; a malformed field the query reads, or a line with too few
+    or too many fields, in a later split fails the step with the error toaster's line parser
+    gives for it (file:line:column), no view changed."""
     from toaster.runtime.csv_source import parse_csv_lines, read_source
     comp, engine, li = _q6(spark, tmp_path)
     old = spark.conf.get("spark.sql.files.maxPartitionBytes")
@@ -182,7 +183,7 @@ def test_csv_files_read_by_the_executors_report_file_line_column(spark, tmp_path
     try:
         good = _lines(60)
         (tmp_path / "l.csv").write_text("\n".join(good[:30]) + "\n\n" + "\n".join(good[30:]) + "\n")
-        engine.apply_frames({"LI": csv_frame(spark, li, tmp_path / "l.csv")}, empty_strings=True)
+        engine.apply_frames({"LI": csv_frame(spark, tmp_path / "l.csv")}, empty_strings=True)
         oracle = Oracle(comp.m3.relations)
         for b in read_source(li, base_dir=str(tmp_path)):
             oracle.apply(b)
@@ -190,15 +191,15 @@ def test_csv_files_read_by_the_executors_report_file_line_column(spark, tmp_path
         assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), len(q.key_columns))
         oracle.close()
         before = _results(engine, comp)
-        for k, bad in ((47, "47,2,x,1.5,0.1,1994-01-11,n"), (52, "52,2,3.0,1.5,0.1,1994-02-30,n"),
-                       (35, "35,2,3.0,1.5,0.1")):
+        for k, bad in ((47, "47,2,x,1.5,0.1,1994-01-11,n"), (52, "52,2,3.0,1.5e,0.1,1994-01-11,n"),
+                       (35, "35,2,3.0,1.5,0.1"), (12, "12,2,3.0,1.5,0.1,1994-01-11,n,extra")):
             lines = good[:k - 1] + [bad] + good[k:]
             path = tmp_path / "m.csv"
             path.write_text("\n".join(lines) + "\n")
             with pytest.raises(InputError) as reader:
                 list(parse_csv_lines(li, lines, path=str(path)))
             with pytest.raises(InputError) as got:
-                engine.apply_frames({"LI": csv_frame(spark, li, path)}, empty_strings=True)
+                engine.apply_frames({"LI": csv_frame(spark, path)}, empty_strings=True)
             assert str(got.value) == str(reader.value) and f"m.csv:{k}:" in str(got.value)
             assert _results(engine, comp) == before
     finally:

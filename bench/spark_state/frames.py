@@ -84,7 +84,7 @@ def measure(query: str, data: str, spark, *, batch: int, batches: int, partition
     for files in steps:
         c0, s0, w0 = time.process_time(), spark_cpu(spark), time.perf_counter()
         if path == "frames":
-            engine.apply_frames({r: csv_frame(spark, decls[r], files[r]) for r in streams}, empty_strings=True)
+            engine.apply_frames({r: csv_frame(spark, files[r]) for r in streams}, empty_strings=True)
         else:
             engine.apply_many([b for r in streams for b in read_source(
                 replace(decls[r], source=replace(decls[r].source, path=files[r])),

@@ -17,11 +17,13 @@ A relation without such an input block (broadcast or non-linear input blocks, dr
 nullable columns) is collected through Arrow on the driver (`collect_batch`) and applied as a
 Batch; `--explain --backend spark` lists both sets (`frame_relations`).
 
+A DataFrame of CSV lines (a LINE column, with FILE and BLOCK: file_frames.csv_frame) is parsed
+in the tasks by the CLI's own reader (frame_lines.py).
+
 A bad value fails its task with ERROR_MARK and a payload (relation, column, message, the row's
 position); the job fails, the runtime undoes the step, and `input_error` turns the payload into
-one InputError. For CSV files read by Spark (`csv_frame`) the payload holds the file, the start
-of the task's split and the row's index in it: only then does the driver read that file to find
-the line (and re-parse it with the CLI's own reader for the exact message and column).
+one InputError. For CSV lines the payload holds the file, the start of the task's split and the
+line's number in it: only then does the driver read the file, to number the line in the file.
 """
 from __future__ import annotations
 
@@ -41,9 +43,9 @@ OP = "__toaster_op"              # '1' insert, '0' delete (CSV files with deleti
 SIGN = "__toaster_sign"          # +1 / -1 (any integer column)
 FILE = "__toaster_file"          # the file a row came from (error locations)
 BLOCK = "__toaster_block"        # the byte offset where the row's file split starts (line numbers)
-CORRUPT = "__toaster_corrupt"    # Spark CSV's corrupt record column: the line, when a field failed
+LINE = "__toaster_line"          # a CSV line of the relation's source format (parsed in the tasks)
 ERROR_MARK = "TOASTER_FRAME_INPUT_ERROR"
-_SPECIAL = {"op": OP, "sign": SIGN, "file": FILE, "block": BLOCK, "corrupt": CORRUPT}   # FrameLayout field -> name
+_SPECIAL = {"op": OP, "sign": SIGN, "file": FILE, "block": BLOCK, "line": LINE}   # FrameLayout field -> name
 _SPARK_TYPES = {"int": ("LongType", "IntegerType", "ShortType", "ByteType"),
                 "float": ("DoubleType", "FloatType", "LongType", "IntegerType", "ShortType", "ByteType"),
                 "date": ("DateType", "LongType"), "string": ("StringType",), "bool": ("BooleanType",)}
@@ -62,19 +64,30 @@ class FrameLayout:
     sign: str | None = None
     file: str | None = None
     block: str | None = None
-    corrupt: str | None = None
+    line: str | None = None
     empty_strings: bool = False     # a null string is '' (Spark's CSV reader reads '' as null)
+    decl: object = None             # with `line`: the declaration the lines are parsed by
 
 
 def frame_layout(decl, df, *, empty_strings: bool = False, collected: bool = False) -> FrameLayout:
     """The layout of `df` for relation `decl`: its declared columns by name (case-insensitive),
-    and the optional special columns (OP or SIGN, FILE, BLOCK, CORRUPT). Nullable columns only
-    when `collected` (their null flags are made on the driver, as Engine.apply makes them)."""
+    or a LINE column of CSV lines (with FILE and BLOCK); and the optional special columns (OP or
+    SIGN, FILE, BLOCK). Nullable columns only when `collected` (their null flags are made on the
+    driver, as Engine.apply makes them) or as lines (the CLI's reader makes them)."""
+    fields = {f.name.upper(): f for f in df.schema.fields}
+    special = {k: (fields[k.upper()].name if k.upper() in fields else None) for k in _SPECIAL.values()}
+    logical = decl.logical_columns
+    common = dict(relation=decl.name, columns=tuple(c.name for c in logical), types=tuple(c.type.value for c in logical),
+                  finite=tuple(bool(c.finite) for c in logical), file=special[FILE], block=special[BLOCK],
+                  empty_strings=empty_strings)
+    if special[LINE]:
+        if not (special[FILE] and special[BLOCK]):
+            raise InputError(f"{decl.name}: a DataFrame of CSV lines ({LINE}) needs {FILE} and {BLOCK}")
+        return FrameLayout(names=(), line=special[LINE], decl=decl, **common)
     if decl.has_nulls and not collected:
         raise UnsupportedError(f"DataFrame input of relation {decl.name} with nullable columns in the executors")
-    fields = {f.name.upper(): f for f in df.schema.fields}
     names = []
-    for c in decl.logical_columns:
+    for c in logical:
         f = fields.get(c.name.upper())
         if f is None:
             raise InputError(f"{decl.name}: the DataFrame has no column {c.name} "
@@ -83,13 +96,9 @@ def frame_layout(decl, df, *, empty_strings: bool = False, collected: bool = Fal
             raise InputError(f"{decl.name}.{c.name}: expected {c.type.value} values, got a Spark "
                              f"{f.dataType.simpleString()} column")
         names.append(f.name)
-    special = {k: (fields[k.upper()].name if k.upper() in fields else None) for k in (OP, SIGN, FILE, BLOCK, CORRUPT)}
     if special[OP] and special[SIGN]:
         raise InputError(f"{decl.name}: the DataFrame has both {OP} and {SIGN}")
-    logical = decl.logical_columns
-    return FrameLayout(decl.name, tuple(c.name for c in logical), tuple(names), tuple(c.type.value for c in logical),
-                       tuple(bool(c.finite) for c in logical), special[OP], special[SIGN],
-                       special[FILE], special[BLOCK], special[CORRUPT], empty_strings)
+    return FrameLayout(names=tuple(names), op=special[OP], sign=special[SIGN], **common)
 
 
 class FrameDelta(ColumnarDelta):
@@ -112,9 +121,9 @@ class FrameDelta(ColumnarDelta):
 def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
     """The FrameDelta of `df` for input block `ib`: only the columns it reads, renamed c<j>."""
     layout = frame_layout(decl, df, empty_strings=empty_strings)
-    keep = [f"{_quoted(layout.names[j])} AS c{j}" for j in ib.columns]      # SQL text: one py4j call
+    keep = [f"{_quoted(layout.names[j])} AS c{j}" for j in ib.columns if layout.names]  # SQL text: one py4j call
     extra = [f"{_quoted(getattr(layout, f))} AS {k}" for f, k in _SPECIAL.items() if getattr(layout, f)]
-    renamed = replace(layout, names=tuple(f"c{j}" for j in range(len(layout.names))),
+    renamed = replace(layout, names=tuple(f"c{j}" for j in range(len(layout.names))) if layout.names else (),
                       **{f: (k if getattr(layout, f) else None) for f, k in _SPECIAL.items()})
     return FrameDelta(df.selectExpr(*keep, *extra), renamed)
 
@@ -149,6 +158,10 @@ def canonical_columns(table, layout: FrameLayout, positions) -> tuple[dict, np.n
     import pyarrow as pa
     import pyarrow.compute as pc
     from toaster.runtime.checks import days_to_yyyymmdd, nonfinite_mask, nonfinite_reason, yyyymmdd_ok
+    if layout.line is not None:
+        from toaster.backends.spark.frame_lines import parse_lines
+        batch = parse_lines(table, layout, positions)
+        return {j: batch.columns[j] for j in positions}, batch.signs
     n = table.num_rows
     bad: list = []          # (row, column name or None, message)
 
@@ -156,9 +169,6 @@ def canonical_columns(table, layout: FrameLayout, positions) -> tuple[dict, np.n
         rows = np.flatnonzero(mask)
         if len(rows):
             bad.append((int(rows[0]), column, message(int(rows[0]))))
-    if layout.corrupt is not None:
-        first(table.column(layout.corrupt).is_valid().to_numpy(zero_copy_only=False), None,
-              lambda i: f"{layout.relation}: malformed line")
     cols = {}
     for j in positions:
         col = table.column(layout.names[j]).combine_chunks()
@@ -217,18 +227,10 @@ def _zero(arrow_type):
 
 
 def _where(table, layout: FrameLayout, row: int, column, message: str) -> dict:
-    """The payload of a bad row: its file, split start and index in that split (rows of one
-    split are consecutive and in file order within a task), else its row in the task."""
+    """The payload of a bad row: its row in the task, and its file when the DataFrame says."""
     out = {"relation": layout.relation, "column": column, "message": message, "row": row}
     if layout.file is not None:
-        files = table.column(layout.file)
-        out["file"] = files[row].as_py()
-        same = (files.to_numpy(zero_copy_only=False)[:row] == out["file"])
-        if layout.block is not None:
-            blocks = table.column(layout.block).to_numpy(zero_copy_only=False)
-            out["block"] = int(blocks[row])
-            same &= blocks[:row] == out["block"]
-        out["index"] = int(np.count_nonzero(same))
+        out["file"] = table.column(layout.file)[row].as_py()
     return out
 
 
@@ -313,6 +315,10 @@ def collect_batch(decl, df, *, empty_strings: bool = False):
         return None
     k = len(layout.names)
     try:
+        if layout.line is not None:       # the CLI's reader, here on the driver: null flags included
+            from toaster.backends.spark.frame_lines import parse_lines
+            batch = parse_lines(table, layout, range(len(decl.columns)))
+            return batch if len(batch) else None
         cols, signs = canonical_columns(table, layout, () if decl.has_nulls else range(k))
     except FrameRowError as e:
         raise located_error(e.payload, decl) from None
@@ -350,54 +356,15 @@ def located_error(p: dict, decl) -> InputError:
     message = p["message"]
     if "file" not in p:
         return InputError(f"{message} (row {p['row'] + 1} of a partition of the DataFrame)")
-    path = _local_path(p["file"])
-    if "block" not in p:
+    if "line" not in p:
         return InputError(f"{message} in {p['file']}")
-    found_line = _line_at(path, p["block"], p["index"])
-    if found_line is None:
-        return InputError(message, file=path)
-    lineno, line = found_line
-    from toaster.runtime.csv_source import parse_csv_lines
-    try:
-        for _ in parse_csv_lines(decl, [line], path=path, first_line=lineno):
-            pass
-    except InputError as e:
-        return e
-    column = None
-    if p.get("column"):
-        from toaster.runtime.csv_source import _field_column, csv_settings
-        delim, deletions = csv_settings(decl)
-        j = next(i for i, c in enumerate(decl.columns) if c.name == p["column"])
-        column = _field_column(line.split(delim), j + (2 if deletions else 0), delim)
-    return InputError(message, file=path, line=lineno, column=column)
+    from toaster.backends.spark.frame_lines import split_first_line
+    path = _local_path(p["file"])
+    first = split_first_line(path, p["block"])
+    return InputError(message, file=path, line=None if first is None else first + p["line"] - 1, column=p["column"])
 
 
 def _local_path(uri: str) -> str:
     from urllib.parse import unquote, urlparse
     u = urlparse(uri)
     return unquote(u.path) if u.scheme in ("file", "") else uri
-
-
-def _line_at(path: str, block: int, index: int):
-    """(line number, text) of the index-th non-empty line of the file split starting at byte
-    `block` (Hadoop's line reader: a split that does not start the file begins after the first
-    newline at or after block - 1; Spark's CSV reader skips empty lines)."""
-    try:
-        f = open(path, "rb")
-    except OSError:
-        return None
-    with f:
-        head = f.read(max(block - 1, 0)) if block > 0 else b""
-        lineno = head.count(b"\n") + 1
-        if block > 0:
-            rest = f.readline()          # from block - 1 to its newline: the previous split's
-            lineno += 1 if rest.endswith(b"\n") else 0
-        seen = -1
-        for raw in f:
-            text = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-            if text:
-                seen += 1
-                if seen == index:
-                    return lineno, text
-            lineno += 1
-    return None
