@@ -94,7 +94,7 @@ def _run_frames(spark, sql, step, seed, n, monkeypatch, pass_options=None):
 def test_q3_shape_frames(spark, monkeypatch):
     """ORD and LI read by the executors; CUST's broadcast batch is collected (through Arrow)
     and pre-aggregated on the driver, as --explain says."""
-    prog, read, collected = _run_frames(spark, Q3, 3, 21, 9, monkeypatch, {"m3_to_dist": {"broadcast": "CUST"}})
+    prog, read, collected = _run_frames(spark, Q3, 3, 21, 6, monkeypatch, {"m3_to_dist": {"broadcast": "CUST"}})
     assert (read, collected) == (["ORD", "LI"], ["CUST", "PART"])
     text = explain_jobs(prog)
     assert "DataFrame batches (apply_frames, --stream-dir, --spark-input executors) read, checked and " \
@@ -139,8 +139,6 @@ def test_a_bad_value_in_one_partition_fails_the_step_and_changes_nothing(spark):
         with pytest.raises(InputError, match="LI: null value for column PRICE"):
             engine.apply_frames({"LI": _frame(spark, li, null, [1] * 6)})
         assert _results(engine, comp) == before
-        with pytest.raises(InputError, match=r"LI: row sign 2 \(must be \+1 or -1\)"):
-            engine.apply_frames({"LI": _frame(spark, li, LI_ROWS[6:], [1, 1, 2, 1, 1, 1])})
         engine.apply_frames({"LI": _frame(spark, li, LI_ROWS[6:], [1] * 6)})
         oracle = Oracle(comp.m3.relations)
         from toaster.runtime.batch import Batch
@@ -191,8 +189,8 @@ def test_csv_files_read_by_the_executors_report_file_line_column(spark, tmp_path
         assert not compare_results(engine.result(q.name), oracle.query(comp.oracle_sql[0]), len(q.key_columns))
         oracle.close()
         before = _results(engine, comp)
-        for k, bad in ((47, "47,2,x,1.5,0.1,1994-01-11,n"), (52, "52,2,3.0,1.5e,0.1,1994-01-11,n"),
-                       (35, "35,2,3.0,1.5,0.1"), (12, "12,2,3.0,1.5,0.1,1994-01-11,n,extra")):
+        # few cases: a failed task ends its Python worker, and the next one loads the program again
+        for k, bad in ((47, "47,2,x,1.5,0.1,1994-01-11,n"), (35, "35,2,3.0,1.5,0.1")):
             lines = good[:k - 1] + [bad] + good[k:]
             path = tmp_path / "m.csv"
             path.write_text("\n".join(lines) + "\n")
@@ -231,3 +229,31 @@ def test_cli_spark_input_executors_equals_the_interpreter(spark, tmp_path, capsy
     assert main([str(tmp_path / "q.sql"), "--run", "--backend", "spark", "--spark-input", "executors",
                  "--batch-size", "10"]) == 2
     assert "--spark-input executors does not take --batch-size" in capsys.readouterr().err
+
+
+def test_q3_shape_csv_files_one_step(spark, tmp_path):
+    """Three CSV sources as one step of csv_frame DataFrames: ORD and LI parsed and
+    pre-aggregated in the tasks, CUST (broadcast) collected and parsed on the driver by the same
+    reader; the views equal DuckDB over the files read by toaster's own reader."""
+    from toaster.runtime.csv_source import read_source
+    comp = compile_sql(Q3, mode="batch", base_dir=str(tmp_path), pass_options={"m3_to_dist": {"broadcast": "CUST"}})
+    decls = {r.name: r for r in comp.m3.relations}
+    files = {"CUST": "c.csv", "ORD": "o.csv", "LI": "l.csv"}
+    for rel, path in files.items():
+        rows = [r for b in _stream(Q3, 31, 12) if b.relation.upper() == rel for s, r in b.rows() if s > 0]
+        text = [",".join(f"{v // 10000:04d}-{v // 100 % 100:02d}-{v % 100:02d}" if c.type.value == "date" else str(v)
+                         for c, v in zip(decls[rel].columns, row)) for row in rows]
+        (tmp_path / path).write_text("\n".join(text) + "\n")
+    engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=2)
+    oracle = Oracle(comp.m3.relations)
+    try:
+        engine.apply_frames({r: csv_frame(spark, tmp_path / p) for r, p in files.items()})
+        assert engine.jobs_last_batch == 1
+        for rel in files:
+            for b in read_source(decls[rel], base_dir=str(tmp_path)):
+                oracle.apply(b)
+        for q, sql_q in zip(comp.queries, comp.oracle_sql):
+            assert not compare_results(engine.result(q.name), oracle.query(sql_q), len(q.key_columns))
+    finally:
+        engine.close()
+        oracle.close()
