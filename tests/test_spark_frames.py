@@ -85,6 +85,9 @@ def _run_frames(spark, sql, step, seed, n, monkeypatch, pass_options=None):
                 assert not compare_results(engine.result(q.name), oracle.query(sql_q), len(q.key_columns)), i
             ran = any(b.relation.upper() in engine.program.TRIGGERS for b in group)
             assert jobs == ran + len(seen) and (not ran or engine.jobs_last_batch == 1), (i, jobs, seen)
+        before = _results(engine, comp)      # empty DataFrames: their triggers run and change nothing
+        engine.apply_frames({r: _frame(spark, decls[r], [], []) for r in read})
+        assert _results(engine, comp) == before
     finally:
         engine.close()
         oracle.close()
