@@ -192,12 +192,15 @@ class SparkEngine(Engine):
         docs/spark-engine.md "DataFrame batches read by the executors"."""
         from toaster.backends.spark import frame_input
         from toaster.backends.spark.native_input import ColumnarDelta
-        pairs = list(frames.items()) if isinstance(frames, dict) else list(frames)
+        merged: dict = {}         # a relation given twice: the union of its rows (apply_many sums them)
+        for relation, df in (frames.items() if isinstance(frames, dict) else frames):
+            name = self._decl(relation).name
+            merged[name] = merged[name].unionByName(df) if name in merged else df
         inputs = self.program.native.inputs if self.program.native is not None else {}
         driver = self.program.native.columnar if self.program.native is not None else frozenset()
         read = set(frame_input.frame_relations(inputs, self.relations.values())[0])
         deltas, streamed = [], self._streamed
-        for relation, df in pairs:
+        for relation, df in merged.items():
             decl = self._decl(relation)
             if decl.kind == "table" and streamed:
                 raise InputError(f"TABLE {decl.name} loaded after stream events (load every table first)")

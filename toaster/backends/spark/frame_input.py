@@ -14,7 +14,7 @@ reaches the driver. Its DataFrame joins the step's one Spark job as part of stag
       -> partitionBy(P) -> the trigger's dist stages, as for a ColumnarDelta
 
 A relation without such an input block (broadcast or non-linear input blocks, driver blocks,
-nullable columns) is collected through Arrow on the driver (`collect_batch`) and applied as a
+) is collected through Arrow on the driver (`collect_batch`) and applied as a
 Batch; `--explain --backend spark` lists both sets (`frame_relations`).
 
 A DataFrame of CSV lines (a LINE column, with FILE and BLOCK: file_frames.csv_frame) is parsed
@@ -37,7 +37,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from toaster.backends.spark.native_input import ColumnarDelta
-from toaster.errors import InputError, UnsupportedError
+from toaster.errors import InputError
+from toaster.types import Type
 
 OP = "__toaster_op"              # '1' insert, '0' delete (CSV files with deletions)
 SIGN = "__toaster_sign"          # +1 / -1 (any integer column)
@@ -67,25 +68,26 @@ class FrameLayout:
     line: str | None = None
     empty_strings: bool = False     # a null string is '' (Spark's CSV reader reads '' as null)
     decl: object = None             # with `line`: the declaration the lines are parsed by
+    nullable: tuple = ()            # each declared column's NULL flag
+    physical: tuple = ()            # per physical column (the engine's): (declared column, is its null flag)
 
 
-def frame_layout(decl, df, *, empty_strings: bool = False, collected: bool = False) -> FrameLayout:
+def frame_layout(decl, df, *, empty_strings: bool = False) -> FrameLayout:
     """The layout of `df` for relation `decl`: its declared columns by name (case-insensitive),
     or a LINE column of CSV lines (with FILE and BLOCK); and the optional special columns (OP or
-    SIGN, FILE, BLOCK). Nullable columns only when `collected` (their null flags are made on the
-    driver, as Engine.apply makes them) or as lines (the CLI's reader makes them)."""
+    SIGN, FILE, BLOCK). A nullable column's nulls are NULLs (its value and null flag are made
+    where the batch is checked, as Engine.apply makes them)."""
     fields = {f.name.upper(): f for f in df.schema.fields}
     special = {k: (fields[k.upper()].name if k.upper() in fields else None) for k in _SPECIAL.values()}
     logical = decl.logical_columns
     common = dict(relation=decl.name, columns=tuple(c.name for c in logical), types=tuple(c.type.value for c in logical),
                   finite=tuple(bool(c.finite) for c in logical), file=special[FILE], block=special[BLOCK],
-                  empty_strings=empty_strings)
+                  empty_strings=empty_strings, nullable=tuple(c.nullable for c in logical),
+                  physical=tuple(p for k, c in enumerate(logical) for p in ((k, False), (k, True))[:1 + c.nullable]))
     if special[LINE]:
         if not (special[FILE] and special[BLOCK]):
             raise InputError(f"{decl.name}: a DataFrame of CSV lines ({LINE}) needs {FILE} and {BLOCK}")
         return FrameLayout(names=(), line=special[LINE], decl=decl, **common)
-    if decl.has_nulls and not collected:
-        raise UnsupportedError(f"DataFrame input of relation {decl.name} with nullable columns in the executors")
     names = []
     for c in logical:
         f = fields.get(c.name.upper())
@@ -119,11 +121,13 @@ class FrameDelta(ColumnarDelta):
 
 
 def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
-    """The FrameDelta of `df` for input block `ib`: only the columns it reads, renamed c<j>."""
+    """The FrameDelta of `df` for input block `ib`: only the declared columns it reads, renamed
+    l<declared position>."""
     layout = frame_layout(decl, df, empty_strings=empty_strings)
-    keep = [f"{_quoted(layout.names[j])} AS c{j}" for j in ib.columns if layout.names]  # SQL text: one py4j call
+    wanted = sorted({layout.physical[j][0] for j in ib.columns}) if layout.names else []
+    keep = [f"{_quoted(layout.names[k])} AS l{k}" for k in wanted]      # SQL text: one py4j call
     extra = [f"{_quoted(getattr(layout, f))} AS {k}" for f, k in _SPECIAL.items() if getattr(layout, f)]
-    renamed = replace(layout, names=tuple(f"c{j}" for j in range(len(layout.names))) if layout.names else (),
+    renamed = replace(layout, names=tuple(f"l{k}" for k in range(len(layout.names))),
                       **{f: (k if getattr(layout, f) else None) for f, k in _SPECIAL.items()})
     return FrameDelta(df.selectExpr(*keep, *extra), renamed)
 
@@ -139,7 +143,7 @@ def frame_relations(inputs: dict, relations) -> tuple[list, list]:
     read, collected = [], []
     for r in relations:
         ib = inputs.get(r.name)
-        (read if ib is not None and not ib.on_driver and not r.has_nulls else collected).append(r.name)
+        (read if ib is not None and not ib.on_driver else collected).append(r.name)
     return read, collected
 
 
@@ -169,13 +173,17 @@ def canonical_columns(table, layout: FrameLayout, positions) -> tuple[dict, np.n
         rows = np.flatnonzero(mask)
         if len(rows):
             bad.append((int(rows[0]), column, message(int(rows[0]))))
+    from toaster.runtime.nulls import _split_nulls
     cols = {}
-    for j in positions:
-        col = table.column(layout.names[j]).combine_chunks()
-        t, cname = layout.types[j], layout.columns[j]
+    where = {p: j for j, p in enumerate(layout.physical)}        # (declared, is flag) -> physical
+    for k in sorted({layout.physical[j][0] for j in positions}):
+        col = table.column(layout.names[k]).combine_chunks()
+        t, cname, j = layout.types[k], layout.columns[k], where[(k, False)]
         if pa.types.is_large_string(col.type):
             col = col.cast(pa.string())
-        if col.null_count:
+        if layout.nullable[k]:            # NULL: the type's NULL value and a flag (nulls.py)
+            col, cols[where[(k, True)]] = _split_nulls(Type(t), col)
+        elif col.null_count:
             if t == "string" and layout.empty_strings:
                 col = pc.fill_null(col, "")
             else:
@@ -196,7 +204,7 @@ def canonical_columns(table, layout: FrameLayout, positions) -> tuple[dict, np.n
                                                         f"in years 1-9999: {vals[i]}")
         elif t == "float":
             vals = vals.astype(np.float64, copy=False)
-            first(nonfinite_mask(SimpleNamespace(finite=layout.finite[j]), vals), cname,
+            first(nonfinite_mask(SimpleNamespace(finite=layout.finite[k]), vals), cname,
                   lambda i: f"{layout.relation}.{cname}: {vals[i]}: {nonfinite_reason(float(vals[i]))}")
         elif t == "int":
             vals = vals.astype(np.int64, copy=False)
@@ -305,26 +313,22 @@ def map_in_arrow(df, fn, schema: str):
 # ------------------------------------------------------------------ driver
 def collect_batch(decl, df, *, empty_strings: bool = False):
     """A relation's DataFrame batch collected on the driver through Arrow (relations the
-    executors do not read), or None when it is empty. Checked as in the tasks; a nullable
-    relation's columns keep their nulls, which Engine.apply turns into values and flags."""
+    executors do not read), or None when it is empty: checked, with null flags, as in the tasks."""
     from toaster.runtime.batch import Batch
-    layout = frame_layout(decl, df, empty_strings=empty_strings, collected=True)
+    layout = frame_layout(decl, df, empty_strings=empty_strings)
     keep = list(layout.names) + [getattr(layout, f) for f in _SPECIAL if getattr(layout, f)]
     table = to_arrow(df.select(*keep))
     if table is None or table.num_rows == 0:
         return None
-    k = len(layout.names)
     try:
-        if layout.line is not None:       # the CLI's reader, here on the driver: null flags included
+        if layout.line is not None:       # the CLI's reader, here on the driver
             from toaster.backends.spark.frame_lines import parse_lines
             batch = parse_lines(table, layout, range(len(decl.columns)))
             return batch if len(batch) else None
-        cols, signs = canonical_columns(table, layout, () if decl.has_nulls else range(k))
+        cols, signs = canonical_columns(table, layout, range(len(decl.columns)))
     except FrameRowError as e:
         raise located_error(e.payload, decl) from None
-    if decl.has_nulls:
-        return Batch(decl.name, signs, tuple(table.column(n).combine_chunks() for n in layout.names))
-    return Batch(decl.name, signs, tuple(cols[j] for j in range(k)))
+    return Batch(decl.name, signs, tuple(cols[j] for j in range(len(decl.columns))))
 
 
 def to_arrow(df):
