@@ -13,9 +13,10 @@ reaches the driver. Its DataFrame joins the step's one Spark job as part of stag
       -> .rdd, united with stage 0's RDD (the driver's records, other relations' slices)
       -> partitionBy(P) -> the trigger's dist stages, as for a ColumnarDelta
 
-A relation without such an input block (broadcast or non-linear input blocks, driver blocks,
-) is collected through Arrow on the driver (`collect_batch`) and applied as a
-Batch; `--explain --backend spark` lists both sets (`frame_relations`).
+A relation without such an input block (broadcast or non-linear input blocks, driver blocks) is
+collected through Arrow on the driver (`collect_batch`, the same checks) and applied as a Batch;
+`--explain --backend spark` lists both sets (`frame_relations`). Nullable columns get their
+value and null flag in the tasks (toaster.runtime.nulls).
 
 A DataFrame of CSV lines (a LINE column, with FILE and BLOCK: file_frames.csv_frame) is parsed
 in the tasks by the CLI's own reader (frame_lines.py).
