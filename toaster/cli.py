@@ -12,7 +12,8 @@ import os
 import sys
 import traceback
 
-from toaster.cli_run import check_checkpoint_flags, check_stream_flags, run_engine, run_stream
+from toaster.cli_run import (check_checkpoint_flags, check_spark_input_flags, check_stream_flags, run_engine,
+                             run_frames, run_stream)
 from toaster.errors import InternalError, ToasterError, UsageError
 
 
@@ -89,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: keep running, a micro-batch as files arrive)")
     ap.add_argument("--stream-max-files", metavar="N", type=int, default=None,
                     help="with --stream-dir: at most N new files per relation in a micro-batch")
+    ap.add_argument("--spark-input", choices=("driver", "executors"), default="driver",
+                    help="with --run --backend spark: 'driver' (default) reads the CSV sources with Arrow on "
+                         "the driver, in --batch-size batches; 'executors' reads each stream's FROM FILE with "
+                         "spark.read as one step (SparkEngine.apply_frames): the executors read, check and "
+                         "pre-aggregate the relations with input blocks (--explain names them)")
     ap.add_argument("--base-dir", default=None, help="resolve relative FROM FILE / INCLUDE paths here")
     ap.add_argument("--traceback", action="store_true", help="on an internal error, print the traceback")
     return ap
@@ -220,6 +226,7 @@ def run(args) -> int:
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, not {args.batch_size}")
     check_stream_flags(args)
+    check_spark_input_flags(args)
     if args.opt_level is not None and args.backend != "llvm":
         raise UsageError("--opt-level applies to --backend llvm only")
     if args.jit_cache is not None and args.backend != "llvm":
@@ -272,6 +279,8 @@ def run(args) -> int:
             pm.run(comp.stores[branch], max(wanted))
     if args.run and args.stream_dir:
         run_stream(comp, args)
+    elif args.run and args.spark_input == "executors":
+        run_frames(comp, args)
     elif args.run:
         run_engine(comp, args)
     elif not (stages or args.explain or args.dot or named):

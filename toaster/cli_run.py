@@ -77,6 +77,51 @@ def run_stream(comp, args) -> None:
         shutil.rmtree(spark_log, ignore_errors=True)
 
 
+def check_spark_input_flags(args) -> None:
+    if args.spark_input == "driver":
+        return
+    if not args.run or args.backend != "spark":
+        raise UsageError("--spark-input executors needs --run --backend spark")
+    for flag, given in (("--batch-size", args.batch_size is not None), ("--stream-dir", bool(args.stream_dir)),
+                        ("--checkpoint-dir", args.checkpoint_dir is not None)):
+        if given:     # one step of whole files, which Spark splits; no input position to checkpoint
+            raise UsageError(f"--spark-input executors does not take {flag}")
+
+
+def run_frames(comp, args) -> None:
+    """--spark-input executors: the TABLEs loaded by the CLI's reader, then every stream's FROM
+    FILE read by Spark (file_frames.source_frames) and applied as ONE step
+    (SparkEngine.apply_frames): the executors read, check and pre-aggregate the streams with
+    input blocks, no column of theirs reaches the driver; the others are collected (--explain)."""
+    import time
+
+    from toaster.backends.spark.file_frames import source_frames
+    from toaster.backends.spark.session import get_spark
+    from toaster.runtime.csv_source import read_source
+    from toaster.runtime.output import format_changes, format_results, result_changes
+    engine = comp.engine("spark")
+    try:
+        decls = [d for d in engine.relations.values() if d.name in engine.program.TRIGGERS]   # the others change no view
+        for d in decls:
+            if d.kind == "table":
+                for b in read_source(d, base_dir=args.base_dir, columns=engine.columns_needed(d.name)):
+                    engine.apply(b)
+        before = engine.results() if args.emit == "changes" else None
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        streams = [d for d in decls if d.kind != "table"]
+        engine.apply_frames(source_frames(get_spark(args.master), streams, args.base_dir), empty_strings=True)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        after = engine.results()
+        out = (format_changes(1, result_changes(before, after), args.output) if before is not None
+               else format_results(after, args.output))
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        sys.stdout.flush()
+        print(f"toaster: {len(streams)} stream file(s) read by Spark as one step, {seconds:.2f} s "
+              f"({cpu:.2f} s CPU in this process)", file=sys.stderr)
+    finally:
+        engine.close()
+
+
 def check_checkpoint_flags(args) -> None:
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise UsageError(f"--checkpoint-every must be at least 1, not {args.checkpoint_every}")

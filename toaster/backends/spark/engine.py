@@ -7,6 +7,7 @@ import types
 
 from toaster.m3.ir import M3Program
 from toaster.engine import Engine, net_delta
+from toaster.errors import InputError
 from toaster.passes import Options
 from toaster.runtime.batch import Batch
 from toaster.dist.ir import DistProgram
@@ -78,6 +79,15 @@ def explain_jobs(program: SparkProgram) -> str:
     if python:
         lines.append("batch input pre-aggregated on the driver (its first block is not a linear "
                      "pre-aggregation scattered to the executors): " + ", ".join(python))
+    if rels:
+        from toaster.backends.spark.frame_input import frame_relations
+        read, collected = frame_relations(inputs, rels)
+        if read:
+            lines.append("DataFrame batches (apply_frames, --stream-dir, --spark-input executors) read, checked "
+                         "and pre-aggregated by the executors in stage 0 (no column on the driver): " + ", ".join(read))
+        if collected:
+            lines.append("DataFrame batches collected to the driver through Arrow first (a Spark job each; "
+                         "their first block is not run by the executors): " + ", ".join(collected))
     replicated = [v for v, parts in cls.DIST_MAPS.items() if parts == ()]
     if replicated:
         broadcast = sorted({t.event.relation for t in program.dist.triggers for b in t.blocks
@@ -106,7 +116,8 @@ class SparkEngine(Engine):
     apply(batch) pre-aggregates the batch on the driver (net multiplicity per tuple) and runs
     the relation's batch trigger; apply_many(batches) runs the triggers of several relations,
     in order, as one step: one Spark job for all of them, plus one where a Scatter needs a
-    Gather's result (`jobs_last_batch` counts them). Distributed views stay
+    Gather's result (`jobs_last_batch` counts them); apply_frames(frames) does the same with
+    Spark DataFrames, read by the executors where the trigger allows. Distributed views stay
     resident in the executors' Python workers; `checkpoint_dir` (a path or URL every executor
     can reach; default a driver-local temp dir, enough for local masters) holds their durable
     copy, snapshotted every `checkpoint_every` batches (docs/spark-engine.md). That private log
@@ -164,12 +175,57 @@ class SparkEngine(Engine):
         # a relation no trigger reads (a table of the schema the query does not use) changes no
         # view: not even made into a dict
         driver = self.program.native.columnar if self.program.native is not None else frozenset()
-        deltas = [(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs, driver) else net_delta(b))
-                  for b in batches if b.relation.upper() in self.program.TRIGGERS]
+        self._run_deltas([(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs, driver)
+                           else net_delta(b)) for b in batches if b.relation.upper() in self.program.TRIGGERS])
+
+    def apply_frames(self, frames, *, empty_strings: bool = False) -> None:
+        """Apply one step given as Spark DataFrames ({relation: DataFrame} or (relation,
+        DataFrame) pairs, run in that order), as apply_many would the same rows: one Spark job,
+        undone whole if it fails. A DataFrame has the relation's columns by name (any order,
+        case-insensitive, extra columns ignored), and optionally `__toaster_sign` (+1/-1) or
+        `__toaster_op` ('1' insert, '0' delete; default: all inserts). A relation whose trigger
+        starts with an input block the executors run (`--explain`: "DataFrame batches read by
+        the executors") is read, checked and pre-aggregated by the tasks of the DataFrame's
+        partitions inside the step's job: none of its columns reaches the driver. The others are
+        collected through Arrow first (a Spark job each). A bad value is one InputError, the
+        views unchanged. empty_strings: a null string is '' (Spark's CSV reader). Docs:
+        docs/spark-engine.md "DataFrame batches read by the executors"."""
+        from toaster.backends.spark import frame_input
+        from toaster.backends.spark.native_input import ColumnarDelta
+        merged: dict = {}         # a relation given twice: the union of its rows (apply_many sums them)
+        for relation, df in (frames.items() if isinstance(frames, dict) else frames):
+            name = self._decl(relation).name
+            merged[name] = merged[name].unionByName(df) if name in merged else df
+        inputs = self.program.native.inputs if self.program.native is not None else {}
+        driver = self.program.native.columnar if self.program.native is not None else frozenset()
+        read = set(frame_input.frame_relations(inputs, self.relations.values())[0])
+        deltas, streamed = [], self._streamed
+        for relation, df in merged.items():
+            decl = self._decl(relation)
+            if decl.kind == "table" and streamed:
+                raise InputError(f"TABLE {decl.name} loaded after stream events (load every table first)")
+            if decl.name in read and decl.name in self.program.TRIGGERS:
+                deltas.append((decl.name, frame_input.frame_delta(decl, df, inputs[decl.name],
+                                                                  empty_strings=empty_strings)))
+            elif decl.name in self.program.TRIGGERS:
+                batch = frame_input.collect_batch(decl, df, empty_strings=empty_strings)
+                batch = batch and self._checked(batch, streamed)
+                if batch:
+                    deltas.append((decl.name, ColumnarDelta([batch]) if self._columnar(batch, inputs, driver)
+                                   else net_delta(batch)))
+            streamed = streamed or decl.kind != "table"
+        self._run_deltas(deltas)
+        self._streamed = streamed
+
+    def _run_deltas(self, deltas: list) -> None:
         try:
             self.program.apply_deltas(deltas)
         except Exception as e:
+            from toaster.backends.spark.frame_input import input_error
             from toaster.backends.spark.worker import OVERFLOW_MARK
+            bad = input_error(e, self.relations)
+            if bad is not None:
+                raise bad from None
             found = re.search(re.escape(OVERFLOW_MARK) + r"\[([^\]]+)\]", str(e))
             if found is None:
                 raise

@@ -14,6 +14,7 @@ the views it reads (state.py / native_state.py check them out) and the seq its w
 from __future__ import annotations
 
 from toaster.backends.spark import native, native_driver, native_input, native_state, state
+from toaster.backends.spark.frame_input import FrameDelta, frame_rdd
 
 
 def _identity(dest: int) -> int:
@@ -111,11 +112,15 @@ class JobRunner:
             if how:          # the first planned stage runs in stage 0's tasks
                 lead, specs = self._stage_task(specs[0]), specs[1:]
                 spread = how if isinstance(how, frozenset) else ()
+            frames = [e for e in inputs if isinstance(e[1], FrameDelta)]
+            sliced = [e for e in inputs if not isinstance(e[1], FrameDelta)]
             if inputs:       # stage 0: the executors read their slices of the batches
-                first = native_input.stage0(self.sc, P, self._scattered, inputs, self._spec({}), lead, spread,
+                first = native_input.stage0(self.sc, P, self._scattered, sliced, self._spec({}), lead, spread,
                                             lead_reads_records=how == _RECORDS)
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
+            if frames:       # and the DataFrames' partitions, pre-aggregated where they are read
+                first = first.union(frame_rdd(frames, self._spec({}), P))
             if self._carried is not None:
                 first = self._carried.union(first).partitionBy(P, _identity)
             elif inputs and specs:      # (no stage left: stage 0's output is collected as it is)
@@ -182,6 +187,8 @@ class JobRunner:
         exchanged = {x[1] for x in st.reparts + st.gathers}
         if not ({p for _, ps, _ in st.blocks for p in ps} | exchanged) & scattered:
             return _RECORDS
+        if any(isinstance(e[1], FrameDelta) for e in inputs):
+            return False      # a DataFrame's temps come from its own tasks: they are shuffled
         if not names or any(n not in self.SPREAD_BLOCKS for n in names) or not reads <= scattered \
                 or not all(x[1] in writes or x[1] in self.views for x in st.reparts + st.gathers):
             return False
@@ -209,7 +216,8 @@ class JobRunner:
             return forced
         st = self._stages[0]
         reads = {p for _, params, _ in st.blocks for p in params} | {x[1] for x in st.reparts + st.gathers}
-        moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads]
+        moved = [e for e in inputs if {target for target, _, _ in e[2]} & reads
+                 and not isinstance(e[1], FrameDelta)]    # a DataFrame's rows never come here
         stay = [e for e in inputs if not any(e is m for m in moved)]
         if not moved or not stay or \
                 sum(len(e[1]) for e in moved) > max(self.DRIVER_INPUT_ROWS, sum(len(e[1]) for e in stay)):

@@ -279,6 +279,11 @@ class ColumnarDelta:
         """One relation's batches given twice in one step: their rows together."""
         if not isinstance(second, ColumnarDelta) or not isinstance(first, (ColumnarDelta, type(None))):
             raise TypeError("a relation given both as columns and as a dict in one batch")
+        if first is None:
+            return second
+        if type(first) is not ColumnarDelta or type(second) is not ColumnarDelta:
+            from toaster.errors import UnsupportedError
+            raise UnsupportedError("a relation given twice in one step, once as a DataFrame")
         return ColumnarDelta((first.batches if first is not None else []) + second.batches)
 
     def slices(self, parts: int, columns) -> list:
@@ -314,7 +319,7 @@ def run_on_driver(get_nm, inputs: list, parts: int, scattered: list) -> None:
     for ib, delta, scatters, _ in inputs:
         data = delta.slices(1, ib.columns)[0]
         if data is not None:
-            _run_input(get_nm, data, ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
+            run_input(get_nm, read_ipc(data), ib.block, ib.delta, scatters, parts, frozenset(), out, [], ib.plan)
     for d, recs in out.items():
         scattered[d].extend(recs)
 
@@ -326,8 +331,13 @@ _FILL = {"string": "", "float": 0.0, "bool": False}
 def _read_slice(data: bytes, key_types):
     """(key columns, signs) of a slice; a column that did not travel (the block does not read
     it) is one constant."""
+    return table_columns(read_ipc(data), key_types)
+
+
+def read_ipc(data: bytes):
+    """A slice's Arrow table (columns c<position>.., signs s) from its IPC stream."""
     import pyarrow as pa
-    return table_columns(pa.ipc.open_stream(pa.BufferReader(data)).read_all(), key_types)
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
 def table_columns(table, key_types):
@@ -351,21 +361,20 @@ def table_columns(table, key_types):
     return cols, table.column("s").to_numpy()
 
 
-def _run_input(get_nm, data: bytes, block: str, delta: str, scatters, parts_n: int, spread, out: dict,
-               kept: list, plan=None) -> None:
-    """One input block over one slice: its temps split by their Scatters' partitions into `out`
-    (dest -> records), or kept whole in `kept` when the lead stage's spread blocks read them.
-    With a `plan` (input_arrow) the block is evaluated by Arrow over the slice's columns, else
-    (or when an integer sum could overflow) by the native partition program (`get_nm()`)."""
+def run_input(get_nm, table, block: str, delta: str, scatters, parts_n: int, spread, out: dict,
+              kept: list, plan=None) -> None:
+    """One input block over one slice (an Arrow table: columns c<position>.., signs s): its
+    temps split by their Scatters' partitions into `out` (dest -> records), or kept whole in
+    `kept` when the lead stage's spread blocks read them. With a `plan` (input_arrow) the block
+    is evaluated by Arrow over the slice's columns, else (or when an integer sum could overflow)
+    by the native partition program (`get_nm()`)."""
     from toaster.backends.spark.native_state import _split
     result = None
     if plan is not None:
-        import pyarrow as pa
-        table = pa.ipc.open_stream(pa.BufferReader(data)).read_all()
         result = run_plan(plan, table, table.column("s").to_numpy())
     if result is None:
         nm = get_nm()
-        cols, signs = _read_slice(data, nm.pp.map_types[delta][0])
+        cols, signs = table_columns(table, nm.pp.map_types[delta][0])
         nm.add(delta, [(cols, signs)])
         for n in nm.pp.fresh[block]:
             nm.add(n, ())
@@ -412,7 +421,7 @@ def input_task(spec: dict, inputs: list, lead=None, spread=frozenset(), lead_rea
                 data = slices.get(block)
                 if data is None:
                     continue
-                _run_input(get_nm, data, block, delta, scatters, parts_n, spread, out, kept, plan)
+                run_input(get_nm, read_ipc(data), block, delta, scatters, parts_n, spread, out, kept, plan)
         if lead is not None:
             for d, recs in lead(p, iter([(p, kept)] if kept else ())):
                 out.setdefault(d, []).extend(recs)

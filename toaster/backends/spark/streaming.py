@@ -8,9 +8,11 @@ Each relation is `spark.readStream.csv(directory)` with the schema of its declar
 CLI readers' conventions (toaster/runtime/csv_source.py: the declared delimiter, no quoting;
 with `deletions := 'true'` each line is `seq|op|cols...`, op 1 = insert, 0 = delete). The
 relations are united into ONE streaming query, so a micro-batch is one consistent step over all
-of them; `foreachBatch` converts it to toaster Batches column by column through Arrow
-(`DataFrame.toArrow`, no Python row loop) and applies them as one step (`Engine.apply_many`:
-one Spark job on the spark engine).
+of them. On the spark engine `foreachBatch` hands it, split per relation, to
+`SparkEngine.apply_frames` (one Spark job; the executors read and pre-aggregate the relations
+with input blocks, the others are collected through Arrow); on other engines it converts it to
+toaster Batches column by column through Arrow (`DataFrame.toArrow`, no Python row loop) and
+applies them as one step (`Engine.apply_many`).
 
 Exactly once. Spark's checkpointLocation records which files each micro-batch read (offsets/)
 and which micro-batches finished (commits/); after a restart it re-runs, with the same id and
@@ -155,20 +157,28 @@ def arrow_batches(table, decls: dict, relations) -> list:
     return out
 
 
+def relation_frames(df, decls: dict, relations) -> dict:
+    """{relation: DataFrame} of one micro-batch (stream_frame's columns) for
+    SparkEngine.apply_frames: each relation's rows and columns under their declared names, with
+    the op and the file; lazy, no Spark job."""
+    from pyspark.sql import functions as F
+    from toaster.backends.spark.frame_input import FILE, OP
+    from toaster.runtime.csv_source import csv_settings
+    out = {}
+    for name in relations:
+        decl = decls[name]
+        cols = [F.col(_column(name, c.name)).alias(c.name) for c in decl.columns]
+        if csv_settings(decl)[1]:
+            cols.append(F.col(OP_COLUMN).alias(OP))
+        out[name] = df.filter(F.col(RELATION_COLUMN) == name).select(*cols, F.col(FILE_COLUMN).alias(FILE))
+    return out
+
+
 def _canonical(arr):
     import pyarrow as pa
     if pa.types.is_large_string(arr.type):
         return arr.cast(pa.string())
     return arr
-
-
-def _to_arrow(df):
-    """The micro-batch as a pyarrow Table, collected through Arrow (None when empty)."""
-    if hasattr(df, "toArrow"):              # pyspark >= 4.0
-        return df.toArrow()
-    import pyarrow as pa
-    batches = df._collect_as_arrow()
-    return pa.Table.from_batches(batches) if batches else None
 
 
 def _local_path(location: str) -> str | None:
@@ -229,7 +239,8 @@ def maintain(engine_or_sql, spark, sources: dict, checkpoint_location: str, *, s
     of DataStreamWriter.trigger (e.g. {"availableNow": True}; default Spark's: as fast as
     possible). on_start(engine), if given, runs once the state is restored (or the tables
     loaded), before the query starts; on_batch(engine, batch_id, batches) after each applied
-    micro-batch and its checkpoint."""
+    micro-batch and its checkpoint (`batches`: the Batches applied, or on the spark engine, whose
+    executors read the micro-batch (SparkEngine.apply_frames), the {relation: DataFrame})."""
     from toaster.checkpoint import checkpoint_name, prune_checkpoints
     engine = _engine(engine_or_sql, spark, engine_options)
     decls = engine.relations
@@ -268,10 +279,15 @@ def maintain(engine_or_sql, spark, sources: dict, checkpoint_location: str, *, s
         if batch_id <= handle.last_batch_id:       # applied and checkpointed before a restart
             handle.skipped.append(batch_id)
             return
-        table = _to_arrow(df)
-        batches = arrow_batches(table, decls, order) if table is not None and table.num_rows else []
-        if batches:
-            engine.apply_many(batches)
+        if hasattr(engine, "apply_frames"):       # the spark engine: its executors read the micro-batch
+            batches = relation_frames(df, decls, order)
+            engine.apply_frames(batches, empty_strings=True)
+        else:
+            from toaster.backends.spark.frame_input import to_arrow
+            table = to_arrow(df)
+            batches = arrow_batches(table, decls, order) if table is not None and table.num_rows else []
+            if batches:
+                engine.apply_many(batches)
         engine.checkpoint(os.path.join(state_dir, checkpoint_name(batch_id)),
                           {"stream": {"batch_id": batch_id, "sources": sources,
                                       "checkpoint_location": checkpoint_location}})
