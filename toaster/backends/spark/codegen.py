@@ -227,16 +227,36 @@ class DistToSpark(Pass):
         if self.blocks == "native" and any(b.mode == "dist" for b in lowered):
             from toaster.backends.spark.native import partition_program
             from toaster.backends.spark.native_input import input_blocks
-            from toaster.backends.spark.native_driver import driver_blocks
             inputs = input_blocks(prog, gen.lowered) if self.executor_input else {}
-            driver, columnar = driver_blocks(prog, gen.lowered, inputs) if self.driver_native else ({}, frozenset())
             part = partition_program(prog, lowered, inputs)
-            if driver:          # the driver's own program: the executors do not compile its blocks
-                own = partition_program(prog, lowered, inputs, driver, columnar, dist_blocks=False)
-                part = replace(part, driver=driver, columnar=columnar, driver_program=own)
+            if self.driver_native:      # the driver's own program: the executors do not compile its blocks
+                part = _with_driver_program(prog, gen.lowered, inputs, part)
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)
+
+
+def _with_driver_program(prog: DistProgram, lowered: dict, inputs: dict, part):
+    """The partition program with the driver's own (native_driver.py): its driver blocks, and
+    its views resident there when every block touching them compiles; else those blocks stay
+    the generated Python over IndexedMaps, the reason kept for --explain."""
+    from toaster.backends.spark.native import partition_program
+    from toaster.backends.spark.native_driver import driver_blocks, driver_views_refused, local_views
+    refused = driver_views_refused(prog, local_views(prog))
+    views = () if refused else local_views(prog)
+    while True:
+        driver, columnar = driver_blocks(prog, lowered, inputs, views)
+        if not driver:
+            return replace(part, driver_views_python=refused)
+        try:
+            own = partition_program(prog, tuple(lowered.values()), inputs, driver, columnar, dist_blocks=False)
+        except UnsupportedError as e:
+            if not views:
+                raise
+            views, refused = (), f"their blocks do not compile natively: {e}"
+            continue
+        return replace(part, driver=driver, columnar=columnar, driver_program=own,
+                       driver_views=views, driver_views_python=refused)
 
 
 def dist_to_spark(prog: DistProgram, options=None, blocks: str = "native") -> SparkProgram:

@@ -218,14 +218,20 @@ class JobRunner:
 
     def _driver_module(self):
         """The driver's JIT of its program (the partition program's input blocks, and the driver
-        blocks: PartitionProgram.driver_program), in its own store."""
+        blocks: PartitionProgram.driver_program), in its own store (the resident driver views)."""
         from toaster.backends.spark import native_exec as nx
         pp = self.native.driver_program or self.native
-        spec = {"native": _Held(pp), "native_key": pp.key,
+        # the driver's views live there: pinned, never evicted as the executors' caches are
+        spec = {"native": _Held(pp), "native_key": pp.key, "pinned": bool(self.native.driver_views),
                 "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)
+        self._driver_stores = getattr(self, "_driver_stores", set()) | {spec["store"]}
         return nm
+
+    def _driver_loaded(self) -> bool:
+        """Whether this runtime's store in the driver's JIT exists (a driver block ran)."""
+        return f"{self.store}-driver" in getattr(self, "_driver_stores", ())
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking
