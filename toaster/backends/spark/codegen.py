@@ -231,6 +231,8 @@ class DistToSpark(Pass):
             part = partition_program(prog, lowered, inputs)
             if self.driver_native:      # the driver's own program: the executors do not compile its blocks
                 part = _with_driver_program(prog, gen.lowered, inputs, part)
+            else:
+                part = replace(part, driver_python="dist_to_spark{driver_native=false}")
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)
@@ -247,16 +249,16 @@ def _with_driver_program(prog: DistProgram, lowered: dict, inputs: dict, part):
     while True:
         driver, columnar = driver_blocks(prog, lowered, inputs, views)
         if not driver:
-            return replace(part, driver_views_python=refused)
+            return replace(part, driver_python=refused)
         try:
             own = partition_program(prog, tuple(lowered.values()), inputs, driver, columnar, dist_blocks=False)
         except UnsupportedError as e:
             if not views:
                 raise
-            views, refused = (), f"their blocks do not compile natively: {e}"
+            views, refused = (), f"a block reading or writing a driver view does not compile natively: {e}"
             continue
         return replace(part, driver=driver, columnar=columnar, driver_program=own,
-                       driver_views=views, driver_views_python=refused)
+                       driver_views=views, driver_python=refused)
 
 
 def dist_to_spark(prog: DistProgram, options=None, blocks: str = "native") -> SparkProgram:

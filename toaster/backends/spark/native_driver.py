@@ -316,3 +316,24 @@ def columns_of(value, types) -> tuple:
     if isinstance(value, Columns) and value.chunks:
         return value.merged()
     return native.dict_columns({} if isinstance(value, Columns) else value, types)
+
+
+def explain_driver(program) -> list:
+    """--explain lines: which local blocks run natively on the driver, which are Python and why,
+    and where the driver's views live."""
+    pp = program.native
+    inputs = {ib.block for ib in pp.inputs.values()}
+    python = [c.name for c in program.blocks if c.mode == "local" and c.name not in pp.driver
+              and c.name not in inputs]
+    lines = []
+    if pp.driver:
+        lines.append(f"driver local blocks: native code in the driver's own JIT (input and driver blocks) "
+                     f"({len(pp.driver)}: {', '.join(pp.driver)})")
+    if pp.driver_views:
+        lines.append(f"driver views (@ Local): resident in the driver's JIT, undone by its native undo log "
+                     f"if a step fails ({len(pp.driver_views)}: {', '.join(pp.driver_views)})")
+    if python:
+        why = pp.driver_python or "not native"
+        lines.append(f"driver local blocks: Python functions over IndexedMaps ({len(python)}: "
+                     f"{', '.join(python)}; {why})")
+    return lines
