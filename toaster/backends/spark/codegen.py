@@ -203,9 +203,9 @@ class DistToSpark(Pass):
     native.py; what it cannot compile is an UnsupportedError here) or 'python' (pygen).
     executor_input: with native blocks, a trigger whose first block is a linear pre-aggregation
     of the batch runs it in the executors on their slice of the batch (native_input.py).
-    driver_native: with native blocks, the driver's local blocks that write only temps (a batch
-    joined with Gathered views: TPC-H Q4, Q13, ...) run in the driver's JIT of the partition
-    program, over the batch's and the gathered maps' columns (native_driver.py)."""
+    driver_native: with native blocks, the driver's local blocks (a batch joined with Gathered
+    views: TPC-H Q4, Q13, ...; the driver views' blocks: Q22) run in the driver's own JIT, over
+    the batch's and the gathered maps' columns, the driver views resident there (native_driver.py)."""
     name = "dist_to_spark"
     takes = "dist"
     gives = "spark"
@@ -213,7 +213,7 @@ class DistToSpark(Pass):
     block_passes: tuple[str, ...] = BLOCK_PASSES
     blocks: str = "native"
     executor_input: bool = True      # native: the executors read their slice of a batch (native_input.py)
-    driver_native: bool = True       # native: the driver's temp-writing local blocks run in its JIT (native_driver.py)
+    driver_native: bool = True       # native: the driver's local blocks and views in its JIT (native_driver.py)
 
     def __post_init__(self):
         block_passes(self.block_passes)      # unknown names and wrong stages fail at once

@@ -3,7 +3,7 @@
 A trigger whose first block is not an input block (native_input.py) runs local blocks on the
 driver: TPC-H Q4's LINEITEM trigger Gathers two views and joins its batch with them in a local
 block before it Scatters the result. With native blocks such a *driver block* (a local block
-that writes only temps and reads no driver view) is an entry point of the driver's own program
+other than an input block) is an entry point of the driver's own program
 (`PartitionProgram.driver_program`: the input and driver blocks, no dist block; never shipped
 to or compiled by the executors), JIT'd on the driver (job_plan._driver_module, the store the
 input blocks run on the driver already use):
@@ -14,10 +14,15 @@ input blocks run on the driver already use):
     the block:     process_BLOCK_<name>, overflow and string errors as the executors' blocks
     its temps out: `Columns` of the map's entries, which scatter / broadcast split as they are
 
-A local block that writes or reads a driver view (TPC-H Q22's CUSTOMER block adds into
-`NUMCUST_mCUSTOMERn @ Local`) keeps the generated Python function over `IndexedMap`s: the
-views' undo log, checkpoints and restore are dicts. A Python block reading a `Columns` temp
-gets it as a dict (`as_dicts`)."""
+The driver's views (`@ Local` maps: TPC-H Q22's CUSTOMER block adds its batch into
+`NUMCUST_mCUSTOMERn`, its ORDERS block reads them) are resident there too
+(`PartitionProgram.driver_views`), never loaded or cleared around a block: a block writing one
+runs with the native undo log on, whose records stay until the step ends (`commit_views`) or
+fails anywhere (`rollback_views`: replayed backwards); `read_view` / `replace_views` serve
+read_map, results and checkpoints. Where they cannot be (an exchange of a driver view, or a
+block the llvm codegen refuses: `PartitionProgram.driver_python` says why) they stay
+IndexedMaps and their blocks the generated Python, named by --explain (`explain_driver`). A
+Python block reading a `Columns` temp gets it as a dict (`as_dicts`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """Driver-side runtime of generated PySpark programs (base class of the generated `Program`).
 
-State (docs/spark-engine.md): Local maps are driver dicts (`self.local`, views as IndexedMaps);
+State (docs/spark-engine.md): Local maps are driver dicts (`self.local`; views as IndexedMaps, or
+resident in the driver's JIT with native driver blocks: native_driver.py);
 Dist views are executor-resident, versioned, with a durable copy under `checkpoint_dir`
 (state.py). The driver holds no RDD of state, so no lineage grows from batch to batch.
 
@@ -30,7 +31,8 @@ every `checkpoint_every` triggers one more job snapshots the views and
 drops the log they replace. A batch that fails anywhere (an integer overflow, a failed job, the
 second job of a two-job batch) is undone as a whole, every relation of it: the views' versions
 go back to those before it, so executors rebuild them from the durable copy, and the driver's
-views give back the values they had (IndexedMap.undo).
+views give back the values they had (the native undo log of the driver's JIT where they are
+resident there, native_driver.py; else IndexedMap.undo).
 """
 from __future__ import annotations
 
