@@ -46,8 +46,9 @@ class DriverBlock:
     columns: tuple | None = None
     linear: bool = False
     surrogate: int | None = None
-    views: tuple = ()           # the driver views it reads or writes: resident, never loaded or cleared
-    writes_views: bool = False  # it writes one: run with the undo log on (undone if the step fails)
+    # it writes a driver view (resident, so in neither `reads` nor `writes`): run with the undo
+    # log on, undone if the step fails
+    writes_views: bool = False
 
 
 class Columns:
@@ -101,7 +102,7 @@ def driver_views_refused(prog, local) -> str | None:
 def driver_blocks(prog, lowered: dict, inputs: dict, views: tuple = ()) -> tuple[dict, frozenset]:
     """(block name -> DriverBlock, relations whose batch may reach the driver as columns):
     the local blocks other than input blocks that write only temps and `views` (the driver's
-    views resident in its JIT: driver_views) and read no other view; a relation is columnar
+    views resident in its JIT) and read no other view; a relation is columnar
     when it has such a block and every block reading its batch is one (or its input block),
     and no exchange reads the batch itself."""
     tags = prog.tags()
@@ -123,12 +124,11 @@ def driver_blocks(prog, lowered: dict, inputs: dict, views: tuple = ()) -> tuple
                       and all(tags[w].kind == "temp" or w in views for w in writes)
                       and all(tags[r].kind == "temp" or r in views for r in reads if r in tags))
             if native:
-                touched = tuple(m for m in dict.fromkeys(tuple(code.params) + writes) if m in views)
                 out[code.name] = DriverBlock(code.name, tuple(m for m in code.params if m not in views),
                                              tuple(w for w in writes if w not in views), tuple(code.fresh),
                                              tuple(f"{code.name}__{s}" for s in code.scratch),
                                              delta if delta in code.params else None,
-                                             *_batch_columns(prog, trig, b, code, delta), views=touched,
+                                             *_batch_columns(prog, trig, b, code, delta),
                                              writes_views=any(w in views for w in writes))
                 has_driver = True
             elif delta in reads and code.name not in input_names:
