@@ -66,7 +66,7 @@ def test_q22_driver_views_and_blocks_run_natively(spark, tmp_path, monkeypatch):
     rels = [r for r in comp.m3.relations if r.name in ("CUSTOMER", "ORDERS")]
     # phone prefixes of Q22's country codes, so the driver views and the result are not empty
     domains = {"C_PHONE": ["13-555", "31-555", "23-555", "29-555", "30-555", "18-555", "17-555", "11-555"]}
-    batches = random_stream(rels, seed=22, n_batches=8, min_batch=5, max_batch=40, deletes=True,
+    batches = random_stream(rels, seed=22, n_batches=6, min_batch=5, max_batch=40, deletes=True,
                             delete_fraction=0.3, domains=domains)
     try:
         assert not engine.program.local, "no driver view is a Python map"
