@@ -226,12 +226,12 @@ class JobRunner:
                 "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)
-        self._driver_stores = getattr(self, "_driver_stores", set()) | {spec["store"]}
         return nm
 
     def _driver_loaded(self) -> bool:
-        """Whether this runtime's store in the driver's JIT exists (a driver block ran)."""
-        return f"{self.store}-driver" in getattr(self, "_driver_stores", ())
+        """Whether the driver's views have their map set in the driver's JIT (a block ran)."""
+        from toaster.backends.spark import native_exec as nx
+        return nx.is_pinned(f"{self.store}-driver")
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking

@@ -300,6 +300,10 @@ def module_for(spec: dict) -> NativeModule:
     return nm
 
 
+def is_pinned(store: str) -> bool:
+    return store in _registry().pinned
+
+
 def drop_store(store: str) -> None:
     reg = _registry()
     _drop(reg, store, reg.stores.pop(store, None) or reg.pinned.pop(store, None))
