@@ -289,8 +289,11 @@ def rollback_views(rt) -> None:
 
 
 def read_view(rt, name: str) -> dict:
-    """{key: value} of a resident driver view's nonzero entries."""
+    """{key: value} of a resident driver view's nonzero entries (none before any block wrote one:
+    the driver's program is not compiled for a read)."""
     from toaster.backends.spark.native import column_items
+    if not rt._driver_loaded():
+        return {}
     cols, vals = rt._driver_module().entries(name)
     return dict(column_items(cols, vals))
 
