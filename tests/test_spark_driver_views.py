@@ -141,7 +141,7 @@ def test_overflow_in_a_later_block_and_a_failed_job_undo_the_driver_views(scalar
 
 def test_checkpoint_of_driver_views_crosses_to_interp_and_back(scalar, spark, tmp_path):
     """A spark checkpoint (driver views read from the driver's JIT) restores on interp, and
-    interp's restores on spark (written into the JIT); both go on DuckDB-equal."""
+    interp's restores on a fresh spark engine (written into the JIT); both go on DuckDB-equal."""
     domains = {"R.A": [0, 3, 6, 20, 50], "S.C": [1, 2, 4, 5], "NOTE": ["a", "b"]}
     stream = random_stream(scalar.m3.relations, seed=7, n_batches=12, min_batch=1, max_batch=12,
                            deletes=True, delete_fraction=0.3, domains=domains)
@@ -160,6 +160,9 @@ def test_checkpoint_of_driver_views_crosses_to_interp_and_back(scalar, spark, tm
             interp.apply(b)
             oracle.apply(b)
         interp.checkpoint(tmp_path / "from-interp")
+        engine.close()           # restored on a fresh engine: its driver program is first used there
+        engine = SparkEngine(scalar.stage("spark"), spark=spark, partitions=2, checkpoint_dir=str(tmp_path / "d"))
+        assert not any(_driver_views(engine).values())
         engine.restore(tmp_path / "from-interp")
         assert engine.results() == interp.results()
         _assert_equal(engine, scalar, oracle, "restored")
