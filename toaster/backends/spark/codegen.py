@@ -203,9 +203,9 @@ class DistToSpark(Pass):
     native.py; what it cannot compile is an UnsupportedError here) or 'python' (pygen).
     executor_input: with native blocks, a trigger whose first block is a linear pre-aggregation
     of the batch runs it in the executors on their slice of the batch (native_input.py).
-    driver_native: with native blocks, the driver's local blocks that write only temps (a batch
-    joined with Gathered views: TPC-H Q4, Q13, ...) run in the driver's JIT of the partition
-    program, over the batch's and the gathered maps' columns (native_driver.py)."""
+    driver_native: with native blocks, the driver's local blocks (a batch joined with Gathered
+    views: TPC-H Q4, Q13, ...; the driver views' blocks: Q22) run in the driver's own JIT, over
+    the batch's and the gathered maps' columns, the driver views resident there (native_driver.py)."""
     name = "dist_to_spark"
     takes = "dist"
     gives = "spark"
@@ -213,7 +213,7 @@ class DistToSpark(Pass):
     block_passes: tuple[str, ...] = BLOCK_PASSES
     blocks: str = "native"
     executor_input: bool = True      # native: the executors read their slice of a batch (native_input.py)
-    driver_native: bool = True       # native: the driver's temp-writing local blocks run in its JIT (native_driver.py)
+    driver_native: bool = True       # native: the driver's local blocks and views in its JIT (native_driver.py)
 
     def __post_init__(self):
         block_passes(self.block_passes)      # unknown names and wrong stages fail at once
@@ -227,16 +227,38 @@ class DistToSpark(Pass):
         if self.blocks == "native" and any(b.mode == "dist" for b in lowered):
             from toaster.backends.spark.native import partition_program
             from toaster.backends.spark.native_input import input_blocks
-            from toaster.backends.spark.native_driver import driver_blocks
             inputs = input_blocks(prog, gen.lowered) if self.executor_input else {}
-            driver, columnar = driver_blocks(prog, gen.lowered, inputs) if self.driver_native else ({}, frozenset())
             part = partition_program(prog, lowered, inputs)
-            if driver:          # the driver's own program: the executors do not compile its blocks
-                own = partition_program(prog, lowered, inputs, driver, columnar, dist_blocks=False)
-                part = replace(part, driver=driver, columnar=columnar, driver_program=own)
+            if self.driver_native:      # the driver's own program: the executors do not compile its blocks
+                part = _with_driver_program(prog, gen.lowered, inputs, part)
+            else:
+                part = replace(part, driver_python="dist_to_spark{driver_native=false}")
             gen.blocks_mode = "native"          # (no dist block: nothing runs in the executors)
         source = ast.unparse(gen.module()) + "\n"
         return SparkProgram(source, prog.relations, prog.queries, prog, lowered, part)
+
+
+def _with_driver_program(prog: DistProgram, lowered: dict, inputs: dict, part):
+    """The partition program with the driver's own (native_driver.py): its driver blocks, and
+    its views resident there when every block touching them compiles; else those blocks stay
+    the generated Python over IndexedMaps, the reason kept for --explain."""
+    from toaster.backends.spark.native import partition_program
+    from toaster.backends.spark.native_driver import driver_blocks, driver_views_refused, local_views
+    refused = driver_views_refused(prog, local_views(prog))
+    views = () if refused else local_views(prog)
+    while True:
+        driver, columnar = driver_blocks(prog, lowered, inputs, views)
+        if not driver:
+            return replace(part, driver_python=refused)
+        try:
+            own = partition_program(prog, tuple(lowered.values()), inputs, driver, columnar, dist_blocks=False)
+        except UnsupportedError as e:
+            if not views:
+                raise
+            views, refused = (), f"a block reading or writing a driver view does not compile natively: {e}"
+            continue
+        return replace(part, driver=driver, columnar=columnar, driver_program=own,
+                       driver_views=views, driver_python=refused)
 
 
 def dist_to_spark(prog: DistProgram, options=None, blocks: str = "native") -> SparkProgram:

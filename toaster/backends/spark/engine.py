@@ -70,9 +70,12 @@ def explain_jobs(program: SparkProgram) -> str:
                          "one hash group-by: input_arrow.py): " + ", ".join(arrow))
     columnar = program.native.columnar if program.native is not None else frozenset()
     python = [r for r in driver if r not in columnar]
-    if program.native is not None and program.native.driver:
-        lines.append(f"driver local blocks: native code in the driver's own JIT (input and driver blocks) "
-                     f"({len(program.native.driver)}: {', '.join(program.native.driver)}); the others Python")
+    if program.native is not None:
+        from toaster.backends.spark.native_driver import explain_driver
+        lines += explain_driver(program)
+    elif any(c.mode == "local" for c in program.blocks):
+        lines.append("driver local blocks: Python functions over IndexedMaps (no native program: "
+                     + ("blocks=python)" if "def dist_block_" in program.source else "the program has no dist block)"))
     if driver and columnar & set(driver):
         lines.append("batch input joined on the driver by native driver blocks (the batch's columns, "
                      "no Python per row): " + ", ".join(r for r in driver if r in columnar))

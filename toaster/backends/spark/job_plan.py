@@ -226,14 +226,20 @@ class JobRunner:
 
     def _driver_module(self):
         """The driver's JIT of its program (the partition program's input blocks, and the driver
-        blocks: PartitionProgram.driver_program), in its own store."""
+        blocks: PartitionProgram.driver_program), in its own store (the resident driver views)."""
         from toaster.backends.spark import native_exec as nx
         pp = self.native.driver_program or self.native
-        spec = {"native": _Held(pp), "native_key": pp.key,
+        # the driver's views live there: pinned, never evicted as the executors' caches are
+        spec = {"native": _Held(pp), "native_key": pp.key, "pinned": bool(self.native.driver_views),
                 "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)
         return nm
+
+    def _driver_loaded(self) -> bool:
+        """Whether the driver's views have their map set in the driver's JIT (a block ran)."""
+        from toaster.backends.spark import native_exec as nx
+        return nx.is_pinned(f"{self.store}-driver")
 
     def _take_inputs(self) -> list:
         """The input blocks whose Scatters are all planned: this job's stage 0. One still taking

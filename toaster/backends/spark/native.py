@@ -41,6 +41,10 @@ class PartitionProgram:
     inputs: dict = field(default_factory=dict, hash=False, compare=False)   # relation -> InputBlock
     driver: dict = field(default_factory=dict, hash=False, compare=False)   # block -> native_driver.DriverBlock
     columnar: frozenset = frozenset()     # relations whose batch reaches the driver blocks as columns
+    # the driver's views (`@ Local`) resident in the driver's program, read and written by its
+    # driver blocks (native_driver.py); `driver_python`: why local blocks stay Python, if some do
+    driver_views: tuple = ()
+    driver_python: str | None = field(default=None, hash=False, compare=False)
     # the driver's own program (input and driver blocks, no dist block): the executors never
     # compile the driver blocks, and it is not shipped to them (__getstate__)
     driver_program: object = field(default=None, hash=False, compare=False)

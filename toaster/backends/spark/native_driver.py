@@ -3,7 +3,7 @@
 A trigger whose first block is not an input block (native_input.py) runs local blocks on the
 driver: TPC-H Q4's LINEITEM trigger Gathers two views and joins its batch with them in a local
 block before it Scatters the result. With native blocks such a *driver block* (a local block
-that writes only temps and reads no driver view) is an entry point of the driver's own program
+other than an input block) is an entry point of the driver's own program
 (`PartitionProgram.driver_program`: the input and driver blocks, no dist block; never shipped
 to or compiled by the executors), JIT'd on the driver (job_plan._driver_module, the store the
 input blocks run on the driver already use):
@@ -14,17 +14,22 @@ input blocks run on the driver already use):
     the block:     process_BLOCK_<name>, overflow and string errors as the executors' blocks
     its temps out: `Columns` of the map's entries, which scatter / broadcast split as they are
 
-A local block that writes or reads a driver view (TPC-H Q22's CUSTOMER block adds into
-`NUMCUST_mCUSTOMERn @ Local`) keeps the generated Python function over `IndexedMap`s: the
-views' undo log, checkpoints and restore are dicts. A Python block reading a `Columns` temp
-gets it as a dict (`as_dicts`)."""
+The driver's views (`@ Local` maps: TPC-H Q22's CUSTOMER block adds its batch into
+`NUMCUST_mCUSTOMERn`, its ORDERS block reads them) are resident there too
+(`PartitionProgram.driver_views`), never loaded or cleared around a block: a block writing one
+runs with the native undo log on, whose records stay until the step ends (`commit_views`) or
+fails anywhere (`rollback_views`: replayed backwards); `read_view` / `replace_views` serve
+read_map, results and checkpoints. Where they cannot be (an exchange of a driver view, or a
+block the llvm codegen refuses: `PartitionProgram.driver_python` says why) they stay
+IndexedMaps and their blocks the generated Python, named by --explain (`explain_driver`). A
+Python block reading a `Columns` temp gets it as a dict (`as_dicts`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from toaster.dist.ir import Exchange, delta_map_name, map_names
+from toaster.dist.ir import Exchange, Local, delta_map_name, map_names
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class DriverBlock:
     columns: tuple | None = None
     linear: bool = False
     surrogate: int | None = None
+    # it writes a driver view (resident, so in neither `reads` nor `writes`): run with the undo
+    # log on, undone if the step fails
+    writes_views: bool = False
 
 
 class Columns:
@@ -75,11 +83,28 @@ class Columns:
         return cols, np.concatenate([v for _, v in self.chunks])
 
 
-def driver_blocks(prog, lowered: dict, inputs: dict) -> tuple[dict, frozenset]:
+def local_views(prog) -> tuple:
+    """The driver's views: the program's `@ Local` maps."""
+    return tuple(m.name for m in prog.maps if m.kind == "view" and isinstance(m.tag, Local))
+
+
+def driver_views_refused(prog, local) -> str | None:
+    """Why the driver's views `local` cannot be resident in the driver's JIT (they then stay
+    IndexedMaps, their blocks Python), or None: an exchange reads or writes one."""
+    for trig in prog.triggers:
+        for b in trig.blocks:
+            for x in b.items if b.mode == "exchange" else ():
+                if x.source in local or x.target in local:
+                    return f"{x.kind} of driver view {x.source if x.source in local else x.target}"
+    return None
+
+
+def driver_blocks(prog, lowered: dict, inputs: dict, views: tuple = ()) -> tuple[dict, frozenset]:
     """(block name -> DriverBlock, relations whose batch may reach the driver as columns):
-    the local blocks other than input blocks that write only temps and read no view; a
-    relation is columnar when it has such a block and every block reading its batch is one
-    (or its input block), and no exchange reads the batch itself."""
+    the local blocks other than input blocks that write only temps and `views` (the driver's
+    views resident in its JIT) and read no other view; a relation is columnar
+    when it has such a block and every block reading its batch is one (or its input block),
+    and no exchange reads the batch itself."""
     tags = prog.tags()
     input_names = {ib.block for ib in inputs.values()}
     out = {}
@@ -96,13 +121,15 @@ def driver_blocks(prog, lowered: dict, inputs: dict) -> tuple[dict, frozenset]:
             reads = set().union(*(map_names(it.stmt.rhs) for it in b.items))
             writes = tuple(dict.fromkeys(it.stmt.target for it in b.items))
             native = (b.mode == "local" and code.name not in input_names
-                      and all(tags[w].kind == "temp" for w in writes)
-                      and all(tags[r].kind == "temp" for r in reads if r in tags))
+                      and all(tags[w].kind == "temp" or w in views for w in writes)
+                      and all(tags[r].kind == "temp" or r in views for r in reads if r in tags))
             if native:
-                out[code.name] = DriverBlock(code.name, tuple(code.params), writes, tuple(code.fresh),
+                out[code.name] = DriverBlock(code.name, tuple(m for m in code.params if m not in views),
+                                             tuple(w for w in writes if w not in views), tuple(code.fresh),
                                              tuple(f"{code.name}__{s}" for s in code.scratch),
                                              delta if delta in code.params else None,
-                                             *_batch_columns(prog, trig, b, code, delta))
+                                             *_batch_columns(prog, trig, b, code, delta),
+                                             writes_views=any(w in views for w in writes))
                 has_driver = True
             elif delta in reads and code.name not in input_names:
                 readers_ok = False
@@ -220,7 +247,9 @@ def _load(nm, name: str, value, types: dict, db: DriverBlock | None = None) -> N
 
 
 def runner(rt, db: DriverBlock):
-    """The closure run_local runs (now or after the job) for driver block `db` of runtime `rt`."""
+    """The closure run_local runs (now or after the job) for driver block `db` of runtime `rt`.
+    A block writing a driver view runs with the undo log on; its records stay until the step
+    ends (`commit_views`) or fails (`rollback_views`)."""
     def run():
         nm = rt._driver_module()
         types = nm.pp.map_types
@@ -229,12 +258,53 @@ def runner(rt, db: DriverBlock):
                 _load(nm, m, rt.local.get(m, {}), types, db if m == db.delta else None)
         for m in db.fresh + db.scratch:
             nm.add(m, ())
-        nm.run_block(db.block)
+        nm.log(db.writes_views, trim=False)
+        try:
+            nm.run_block(db.block)
+        finally:
+            nm.log(False, trim=False)
         for w in db.writes:
             rt.local[w] = Columns([nm.entries(w)])
         for m in set(db.reads) | set(db.writes):
             nm.add(m, ())              # the driver's copies are not kept (a Gather may be a whole view)
     return run
+
+
+# ------------------------------------------------------------------ the driver's views
+def resident_views(rt) -> tuple:
+    """The driver views runtime `rt` keeps in its driver JIT (none: IndexedMaps in rt.local)."""
+    return rt.native.driver_views if rt.native is not None else ()
+
+
+def commit_views(rt) -> None:
+    """The step succeeded: drop the undo records of the driver views."""
+    if resident_views(rt) and rt._driver_loaded():
+        rt._driver_module().log(False)
+
+
+def rollback_views(rt) -> None:
+    """The step failed: every driver view gets its value from before the step."""
+    if resident_views(rt) and rt._driver_loaded():
+        rt._driver_module().rollback()
+
+
+def read_view(rt, name: str) -> dict:
+    """{key: value} of a resident driver view's nonzero entries (none before any block wrote one:
+    the driver's program is not compiled for a read)."""
+    from toaster.backends.spark.native import column_items
+    if not rt._driver_loaded():
+        return {}
+    cols, vals = rt._driver_module().entries(name)
+    return dict(column_items(cols, vals))
+
+
+def replace_views(rt, tables: dict) -> None:
+    """The resident driver views become `tables` (name -> {key: value}), outside any step."""
+    from toaster.backends.spark import native
+    nm = rt._driver_module()
+    for n in resident_views(rt):
+        nm.replace(n, *native.dict_columns({k: v for k, v in tables[n].items() if v != 0},
+                                           nm.pp.map_types[n]))
 
 
 def as_dicts(rt, reads, fn):
@@ -254,3 +324,24 @@ def columns_of(value, types) -> tuple:
     if isinstance(value, Columns) and value.chunks:
         return value.merged()
     return native.dict_columns({} if isinstance(value, Columns) else value, types)
+
+
+def explain_driver(program) -> list:
+    """--explain lines: which local blocks run natively on the driver, which are Python and why,
+    and where the driver's views live."""
+    pp = program.native
+    inputs = {ib.block for ib in pp.inputs.values()}
+    python = [c.name for c in program.blocks if c.mode == "local" and c.name not in pp.driver
+              and c.name not in inputs]
+    lines = []
+    if pp.driver:
+        lines.append(f"driver local blocks: native code in the driver's own JIT (input and driver blocks) "
+                     f"({len(pp.driver)}: {', '.join(pp.driver)})")
+    if pp.driver_views:
+        lines.append(f"driver views (@ Local): resident in the driver's JIT, undone by its native undo log "
+                     f"if a step fails ({len(pp.driver_views)}: {', '.join(pp.driver_views)})")
+    if python:
+        why = pp.driver_python or "not native"
+        lines.append(f"driver local blocks: Python functions over IndexedMaps ({len(python)}: "
+                     f"{', '.join(python)}; {why})")
+    return lines

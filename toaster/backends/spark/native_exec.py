@@ -38,6 +38,7 @@ def _registry():
         mod = type(sys)(_REGISTRY)
         mod.modules = {}               # program key -> NativeModule
         mod.stores = OrderedDict()     # store -> program key
+        mod.pinned = {}                # store -> program key: never evicted (the driver's views)
         mod.compiles = []              # (program key, seconds) of every JIT in this process
         mod.loads = []                 # the same for every NativeModule made (compiled or cached)
         sys.modules[_REGISTRY] = mod
@@ -242,11 +243,18 @@ class NativeModule:
         if failure is not None:
             raise NativeBlockError(f"{failure}; the batch was rejected, the views are unchanged")
 
-    def log(self, on: bool) -> None:
+    def log(self, on: bool, trim: bool = True) -> None:
+        """Switch the undo log; switched off with `trim`, its records are dropped (committed),
+        without, they stay for a later `rollback` or `log(False)` (a step of several blocks)."""
         e = self.engine
         e._undo_on.value = 1 if on else 0
-        if not on:
+        if not on and trim:
             e._undo_trim()
+
+    def rollback(self) -> None:
+        """Give every view the value it had before the log's first record (newest first)."""
+        self.engine._undo_on.value = 0
+        self.engine._rollback()
 
 
 def _distinct_rows(keys: np.ndarray) -> np.ndarray:
@@ -280,6 +288,9 @@ def module_for(spec: dict) -> NativeModule:
     if nm is None:
         nm = reg.modules[key] = NativeModule(spec["native"].value, spec["native_opt"])
     store = spec["store"]
+    if spec.get("pinned"):             # resident state that no durable copy rebuilds
+        reg.pinned[store] = key
+        return nm
     if store not in reg.stores:
         reg.stores[store] = key
         while len(reg.stores) > _MAX_STORES:
@@ -289,9 +300,13 @@ def module_for(spec: dict) -> NativeModule:
     return nm
 
 
+def is_pinned(store: str) -> bool:
+    return store in _registry().pinned
+
+
 def drop_store(store: str) -> None:
     reg = _registry()
-    _drop(reg, store, reg.stores.pop(store, None))
+    _drop(reg, store, reg.stores.pop(store, None) or reg.pinned.pop(store, None))
 
 
 def _drop(reg, store: str, key) -> None:
@@ -300,5 +315,5 @@ def _drop(reg, store: str, key) -> None:
     nm = reg.modules.get(key)
     if nm is not None:
         nm.drop_store(store)
-        if not nm.parts and key not in reg.stores.values():
+        if not nm.parts and key not in reg.stores.values() and key not in reg.pinned.values():
             del reg.modules[key]

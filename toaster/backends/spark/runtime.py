@@ -1,6 +1,7 @@
 """Driver-side runtime of generated PySpark programs (base class of the generated `Program`).
 
-State (docs/spark-engine.md): Local maps are driver dicts (`self.local`, views as IndexedMaps);
+State (docs/spark-engine.md): Local maps are driver dicts (`self.local`; views as IndexedMaps, or
+resident in the driver's JIT with native driver blocks: native_driver.py);
 Dist views are executor-resident, versioned, with a durable copy under `checkpoint_dir`
 (state.py). The driver holds no RDD of state, so no lineage grows from batch to batch.
 
@@ -30,7 +31,8 @@ every `checkpoint_every` triggers one more job snapshots the views and
 drops the log they replace. A batch that fails anywhere (an integer overflow, a failed job, the
 second job of a two-job batch) is undone as a whole, every relation of it: the views' versions
 go back to those before it, so executors rebuild them from the durable copy, and the driver's
-views give back the values they had (IndexedMap.undo).
+views give back the values they had (the native undo log of the driver's JIT where they are
+resident there, native_driver.py; else IndexedMap.undo).
 """
 from __future__ import annotations
 
@@ -41,8 +43,9 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from toaster.backends.spark import native, native_driver, native_input, native_state, state, worker
+from toaster.backends.spark import native_driver, native_input, native_state, state, worker
 from toaster.backends.spark.job_plan import JobRunner
+from toaster.backends.spark.view_access import ViewAccess, _ViewLog
 from toaster.backends.spark.submit import run_main  # noqa: F401  (generated programs import it from here)
 from toaster.backends.spark.worker import IndexedMap
 
@@ -72,17 +75,7 @@ class _Stage:
             yield {source}, {target}
 
 
-@dataclass
-class _ViewLog:
-    last: int = 0            # seq of the last stage that wrote the view (committed)
-    snap: int = 0            # seq of its snapshot (0: empty)
-    logs: list = field(default_factory=list)   # committed write seqs after the snapshot
-
-    def version(self) -> tuple:
-        return (self.last, self.snap, tuple(self.logs))
-
-
-class DistRuntime(JobRunner):
+class DistRuntime(JobRunner, ViewAccess):
     LOCAL_MAPS: tuple = ()       # view maps on the driver
     DIST_MAPS: dict = {}         # view map -> partition key positions; () = replicated (every partition holds it all)
     TRIGGERS: dict = {}          # relation -> name of its batch trigger method
@@ -120,7 +113,8 @@ class DistRuntime(JobRunner):
         self.seq = 0
         self.jobs_last_batch = 0
         self.stages_last_batch = 0   # Spark stages the batch's jobs planned (snapshot jobs not included)
-        self.local = {n: IndexedMap() for n in self.LOCAL_MAPS}
+        # the driver's views: IndexedMaps, or resident in the driver's JIT (native_driver.py)
+        self.local = {n: IndexedMap() for n in self.LOCAL_MAPS if n not in native_driver.resident_views(self)}
         self.views = {n: _ViewLog() for n in self.DIST_MAPS}
         self._batch = None
         # input blocks the executors run on their slice of a batch (native_input.py), by delta map
@@ -166,9 +160,9 @@ class DistRuntime(JobRunner):
         """Start a batch: the triggers run until end_batch plan into one job."""
         self._batch = {"job0": self._job_clock(), "triggers0": self.batches, "temps": [], "stages": 0,
                        # what a failed batch goes back to: the views' versions (the driver's
-                       # views keep their old values in IndexedMap.undo)
+                       # views keep their old values in IndexedMap.undo or the native undo log)
                        "before": {v: (log.last, log.snap, list(log.logs)) for v, log in self.views.items()}}
-        for n in self.LOCAL_MAPS:
+        for n in self._python_views():
             self.local[n].undo = {}
 
     def begin_trigger(self, delta_name: str, delta: dict) -> None:
@@ -186,8 +180,9 @@ class DistRuntime(JobRunner):
         for v, (last, snap, logs) in self._batch["before"].items():
             log = self.views[v]
             log.last, log.snap, log.logs = last, snap, logs
-        for n in self.LOCAL_MAPS:
+        for n in self._python_views():
             self.local[n].rollback()
+        native_driver.rollback_views(self)
         for n in [n for n in self.local if n not in self.LOCAL_MAPS]:
             del self.local[n]                 # the batch's deltas and temps
         for r in self._persisted:
@@ -196,8 +191,12 @@ class DistRuntime(JobRunner):
         self._batch = None
 
     def _end_undo(self) -> None:
-        for n in self.LOCAL_MAPS:
+        for n in self._python_views():
             self.local[n].undo = None
+
+    def _python_views(self) -> list:
+        """The driver's views kept as IndexedMaps (not resident in the driver's JIT)."""
+        return [n for n in self.LOCAL_MAPS if n in self.local]
 
     def run_local(self, fn, reads: tuple, writes: tuple, block: str | None = None) -> None:
         """Run a local block now, or, if it needs the job's result or must stay after a block
@@ -318,99 +317,12 @@ class DistRuntime(JobRunner):
         for t in batch["temps"]:
             self.local.pop(t, None)
         self._end_undo()
+        native_driver.commit_views(self)
         self.stages_last_batch = batch["stages"]
         k = self.checkpoint_every
         if k and self.batches // k > batch["triggers0"] // k:
             self.snapshot()
         self.jobs_last_batch = self._job_clock() - batch["job0"]      # the snapshot's included
-
-    def snapshot(self) -> None:
-        """One job: every partition writes its views as of now; the log before it is dropped."""
-        versions = {v: log.version() for v, log in self.views.items() if log.logs}
-        if not versions:
-            return
-        task = (native_state.snapshot_task(self._spec({}), versions) if self.native is not None
-                else state.snapshot_task(self.root, self.store, versions))
-        self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(task).collect()
-        for v in versions:
-            log = self.views[v]
-            log.snap, log.logs = log.last, []
-
-    # -------------------------------------------------------------- reading
-    def read_map(self, name: str) -> dict:
-        if name in self.local:
-            return {k: v for k, v in self.local[name].items() if v != 0}
-        if name in self.views:
-            return self.read_maps([name])[name]
-        raise KeyError(name)
-
-    def read_maps(self, names) -> dict:
-        """Nonzero entries of several maps: the distributed ones collected in ONE job."""
-        out = {n: {k: v for k, v in self.local[n].items() if v != 0} for n in names if n in self.local}
-        versions = {n: self.views[n].version() for n in names if n not in self.local and n in self.views}
-        missing = [n for n in names if n not in self.local and n not in self.views]
-        if missing:
-            raise KeyError(missing[0])
-        if versions:
-            for n in versions:
-                out[n] = {}
-            # a replicated view is whole in every partition: read from partition 0 only
-            rest = {n: v for n, v in versions.items() if self.DIST_MAPS.get(n) != ()}
-            read = (lambda vs: native_state.read_views_task(self._spec({}), vs)) if self.native is not None \
-                else (lambda vs: state.read_views_task(self.root, self.store, vs))
-            task = read(versions) if len(rest) == len(versions) else _per_partition(read(versions), read(rest))
-            rdd = self.sc.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(task)
-            for n, k, v in self._records(rdd.collect()):
-                if v != 0:
-                    out[n][k] = v
-        return {n: out[n] for n in names}
-
-    def replace_state(self, tables: dict) -> None:
-        """Replace every view by `tables` (name -> {key: value}; all views present; a view's
-        copies, VIEW_COPIES, get its entries, split by their own partitioning).
-
-        One job writes each partition's new entries as the snapshot of a fresh store (its own
-        directory under the base, its own replica namespace) and installs them as replicas; only
-        when it succeeded does the driver switch to the new store, so a failed restore leaves
-        the engine as it was, and a later rebuild (a lost executor) reads the restored state,
-        never the old store, which is then deleted."""
-        seq = self.seq + 1
-        store = uuid.uuid4().hex
-        root = f"{self.base}/{store}"
-        P = self.partitions
-        buckets = [{} for _ in range(P)]
-        tables = {**tables, **{c: tables[v] for c, v in self.VIEW_COPIES.items() if v in tables}}
-        for v, parts in self.DIST_MAPS.items():
-            if self.native is not None:
-                cols, vals = native.dict_columns({k: x for k, x in tables[v].items() if x != 0},
-                                                 self.native.map_types[v])
-                for p in range(P):
-                    buckets[p][v] = (cols, vals) if parts == () else ([c[:0] for c in cols], vals[:0])
-                if parts != ():
-                    for p, c, x in native_state._split(cols, vals, parts, P):
-                        buckets[p][v] = (c, x)
-                continue
-            if parts == ():          # replicated: every partition holds all of it
-                for p in range(P):
-                    buckets[p][v] = {k: x for k, x in tables[v].items() if x != 0}
-                continue
-            for p, b in enumerate(worker.split_by_partition(tables[v], parts, P)):
-                buckets[p][v] = b
-        if self.native is not None:
-            spec = dict(self._spec({}), root=root, store=store)
-            task = native_state.restore_task(spec, seq, self.store)
-        else:
-            task = state.restore_task(root, store, seq, self.store)
-        try:
-            self.sc.parallelize(list(enumerate(buckets)), P).mapPartitionsWithIndex(task).collect()
-        except BaseException:
-            state.remove_tree(root)
-            raise
-        old_root, self.store, self.root, self.seq = self.root, store, root, seq
-        self.views = {v: _ViewLog(last=seq, snap=seq) for v in self.DIST_MAPS}
-        for n in self.LOCAL_MAPS:
-            self.local[n] = IndexedMap({k: v for k, v in tables[n].items() if v != 0})
-        state.remove_tree(old_root)          # the old history: nothing refers to it now
 
     def start(self) -> None:
         """Load the partition program in the executors' Python workers (one job: a worker JITs
@@ -492,13 +404,6 @@ class DistRuntime(JobRunner):
             pass
         if self._own_dir and "://" not in self.root:
             shutil.rmtree(os.path.dirname(self.root), ignore_errors=True)
-
-
-def _per_partition(first, others):
-    """A task running `first` in partition 0 and `others` elsewhere."""
-    def run(p, elements):
-        return (first if p == 0 else others)(p, elements)
-    return run
 
 
 def _conflict(r1: set, w1: set, r2: set, w2: set) -> bool:
