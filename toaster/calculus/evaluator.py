@@ -7,14 +7,13 @@ This evaluator is the specification that every lower stage and backend must agre
 """
 from __future__ import annotations
 
-import functools
 import threading
 from dataclasses import dataclass, field
 
 from toaster.recursion import deep
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
-                                 Sum, Value, Var, all_vars, schema)
+                                 Sum, Value, Var, all_vars, may_fail, schema)
 from toaster.functions import COMPARISONS, call, cast, divide
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
@@ -165,42 +164,18 @@ def _prod(fs, i, db, env, acc, val):
         yield acc, val
         return
     inner_env = {**env, **acc} if acc else env
-    if _may_fail(fs[i]) and not _later_filters_hold(fs, i, db, inner_env):
+    if may_fail(fs[i]) and not _later_filters_hold(fs, i, db, inner_env):
         return
     for b, v in _ev(fs[i], db, inner_env):
         yield from _prod(fs, i + 1, db, env, {**acc, **b} if b else acc, val * v)
 
 
-# casts that fail on some strings ('' is no date): a NULL string holds '' (its placeholder), and
-# the product computing the cast also holds the NULL guard, maybe after it (products are in
-# canonical order). A product's comparisons whose variables are bound are evaluated before such
-# a cast, so it is not evaluated where its argument is NULL (DuckDB: CAST(NULL AS DATE) is NULL).
-_FALLIBLE = frozenset(("cast_date", "cast_float", "cast_int"))
-
-
-@functools.lru_cache(maxsize=8192)      # IR nodes cache their hashes
-def _may_fail(f) -> bool:
-    return isinstance(f, (Lift, Value, Cmp)) and _has_cast(f)
-
-
-def _has_cast(e) -> bool:
-    match e:
-        case Func(name, args, _):
-            return name in _FALLIBLE or any(_has_cast(a) for a in args)
-        case Arith(_, args, _):
-            return any(_has_cast(a) for a in args)
-        case Cmp(_, a, b):
-            return _has_cast(a) or _has_cast(b)
-        case Lift(_, Value(t)) | Value(t):
-            return _has_cast(t)
-    return False
-
-
 def _later_filters_hold(fs, i, db, env) -> bool:
     """Whether every comparison after fs[i] whose variables env binds (and which cannot fail
-    itself) holds."""
+    itself) holds: a cast that can fail is not evaluated where its NULL guard is false
+    (toaster.calculus.ir.guards_first)."""
     for f in fs[i + 1:]:
-        if isinstance(f, Cmp) and not _may_fail(f) and all_vars(f) <= env.keys():
+        if isinstance(f, Cmp) and not may_fail(f) and all_vars(f) <= env.keys():
             if not _CMP[f.op](eval_term(f.left, env, db.maps), eval_term(f.right, env, db.maps)):
                 return False
     return True
