@@ -185,7 +185,7 @@ def _group(q, db, env, outs) -> dict:
     acc: dict = {}
     for b, v in _ev(q, db, env):
         key = tuple(b[o] if o in b else env[o] for o in outs)
-        acc[key] = acc.get(key, 0) + v
+        acc[key] = acc[key] + v if key in acc else v    # v: a MIN/MAX of strings too (one per key)
     return {k: v for k, v in acc.items() if v != 0}
 
 

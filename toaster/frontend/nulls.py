@@ -48,7 +48,7 @@ def null_aggregates(e) -> list:
     over no rows; refused where such a call is a function argument or a CASE value."""
     def null_aggregate(n, where):
         if isinstance(n, A.AggCall) and n.func in NULL_AGGREGATES:
-            return f"{n.func} over no rows inside a function or CASE" if where != "arith" else ""
+            return f"{n.func} over no rows inside a CASE" if where == "case" else ""
         return None
     return _null_sources(e, null_aggregate)
 
