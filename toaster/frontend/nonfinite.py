@@ -23,8 +23,9 @@ number and equal to itself, where native comparisons follow IEEE (false on NaN).
   (`finite_columns`; the column's `finite` flag): readers and `Engine.apply` reject such a batch
   whole. A bare column compared or ranked (`b2.PRICE > b.PRICE`, `MAX(PRICE)`) takes infinities.
 
-Not covered: overflow of finite values (1e308 * 10 is inf, as in DuckDB, but such an infinity in
-a sum is not taken back), NaN as a GROUP BY or join key.
+NaN as a GROUP BY or join key is one key on every engine (llvm's encode_key gives every NaN the
+same bits). Not covered: overflow of finite values (1e308 * 10 is inf, as in DuckDB, but such an
+infinity in a sum is not taken back).
 """
 from __future__ import annotations
 
