@@ -8,7 +8,8 @@ toaster represents "e is not NULL" by guards (toaster.calculus.from_sql.null_gua
 flag is 0, a subquery's lifted row count is nonzero. A column of a FROM subquery or set-operation
 operand that can be NULL (nullable_outputs) is a nullable column of the derived relation. A NULL
 that would reach a place without NULL support yet (a subquery's NULL in a CASE value) is refused
-(`not supported yet`). A cast that can fail (FALLIBLE) never sees the placeholder a NULL holds.
+(`not supported yet`). A cast that can fail ('' is no date) is never evaluated on the placeholder
+a NULL holds (toaster.calculus.ir.guards_first).
 """
 from __future__ import annotations
 
@@ -51,13 +52,6 @@ def null_aggregates(e) -> list:
             return f"{n.func} over no rows inside a CASE" if where == "case" else ""
         return None
     return _null_sources(e, null_aggregate)
-
-
-# casts that can fail at run time on the placeholder a NULL string holds ('' is no date), each
-# with a string it never fails on: a NULL argument is replaced by it (null_sql.valid_where_null)
-# and the cast's result is NULL; LISTMIN/LISTMAX skip NULL arguments as LEAST/GREATEST do (the
-# resolver's COALESCE rotation)
-FALLIBLE = {"cast_date": "1970-01-01", "cast_int": "0", "cast_float": "0"}
 
 
 def nullable_subqueries(e, aggs=None) -> list:
