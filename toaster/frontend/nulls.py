@@ -46,7 +46,7 @@ def is_single_row(query) -> bool:
 
 def null_aggregates(e) -> list:
     """The outermost SUM/AVG/MIN/MAX calls of e (an expression over aggregates) that make e NULL
-    over no rows; refused where such a call is a function argument or a CASE value."""
+    over no rows; refused where such a call is a CASE value."""
     def null_aggregate(n, where):
         if isinstance(n, A.AggCall) and n.func in NULL_AGGREGATES:
             return f"{n.func} over no rows inside a CASE" if where == "case" else ""
