@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from toaster.recursion import deep
 
 from toaster.calculus.ir import (AggSum, Arith, Cmp, Const, DeltaRel, Extremum, Func, Lift, MapRef, Prod, Rel,
-                                 Sum, Value, Var, all_vars, schema)
+                                 Sum, Value, Var, all_vars, may_fail, schema)
 from toaster.functions import COMPARISONS, call, cast, divide
 from toaster.errors import UnsupportedError
 from toaster.types import FLOAT, INT
@@ -164,15 +164,28 @@ def _prod(fs, i, db, env, acc, val):
         yield acc, val
         return
     inner_env = {**env, **acc} if acc else env
+    if may_fail(fs[i]) and not _later_filters_hold(fs, i, db, inner_env):
+        return
     for b, v in _ev(fs[i], db, inner_env):
         yield from _prod(fs, i + 1, db, env, {**acc, **b} if b else acc, val * v)
+
+
+def _later_filters_hold(fs, i, db, env) -> bool:
+    """Whether every comparison after fs[i] whose variables env binds (and which cannot fail
+    itself) holds: a cast that can fail is not evaluated where its NULL guard is false
+    (toaster.calculus.ir.guards_first)."""
+    for f in fs[i + 1:]:
+        if isinstance(f, Cmp) and not may_fail(f) and all_vars(f) <= env.keys():
+            if not _CMP[f.op](eval_term(f.left, env, db.maps), eval_term(f.right, env, db.maps)):
+                return False
+    return True
 
 
 def _group(q, db, env, outs) -> dict:
     acc: dict = {}
     for b, v in _ev(q, db, env):
         key = tuple(b[o] if o in b else env[o] for o in outs)
-        acc[key] = acc.get(key, 0) + v
+        acc[key] = acc[key] + v if key in acc else v    # v: a MIN/MAX of strings too (one per key)
     return {k: v for k, v in acc.items() if v != 0}
 
 

@@ -24,7 +24,7 @@ from toaster.frontend import ast as A
 from toaster.frontend.constants import folded
 from toaster.calculus.exclusive import mutually_exclusive
 from toaster.calculus.implied import column_equalities as _column_equalities
-from toaster.calculus.null_sql import NullTranslation, flag_var, null_default
+from toaster.calculus.null_sql import NullTranslation, _outer_joins_last, flag_var, null_default
 from toaster.calculus.sql_common import (_agg_calls, _any, _is_aggregate, _rename_outputs, _unsupported,  # noqa: F401
                                          column_var, output_names)
 from toaster.frontend.nulls import (condition_is_nullable, is_single_row, null_capable, null_key,  # noqa: F401
@@ -245,10 +245,7 @@ class Translator(NullTranslation):
 
     def body(self, sel: A.Select) -> list:
         factors = []
-        # outer joins last: their NOT EXISTS reads the preserved items' columns
-        items = [it for it in sel.from_items if not isinstance(it, A.OuterJoinItem)] + \
-            [it for it in sel.from_items if isinstance(it, A.OuterJoinItem)]
-        for item in items:
+        for item in _outer_joins_last(sel.from_items):
             if isinstance(item, A.OuterJoinItem):
                 factors.append(self.outer_join(item))
             else:

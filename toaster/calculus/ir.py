@@ -19,6 +19,7 @@ input variables, denotes a finite map from bindings of its output variables to r
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Union
 
@@ -324,3 +325,44 @@ def mk_prod(factors) -> object:
 
 def neg(e) -> object:
     return mk_prod([Value(Const(-1, INT)), e])
+
+
+# casts that fail on some strings ('' is no date). A NULL string holds '' (its placeholder) and
+# the product computing such a cast holds its NULL guard, maybe after it (products are in
+# canonical order): every engine evaluates a product's bound comparisons first (guards_first).
+FALLIBLE_CASTS = frozenset(("cast_date", "cast_float", "cast_int"))
+
+
+@functools.lru_cache(maxsize=8192)      # nodes cache their hashes
+def may_fail(f) -> bool:
+    """Whether the factor f computes a cast that can fail (in a lift, value or comparison)."""
+    def calls(t) -> bool:
+        match t:
+            case Func(name, args, _):
+                return name in FALLIBLE_CASTS or any(calls(a) for a in args)
+            case Arith(_, args, _):
+                return any(calls(a) for a in args)
+        return False
+    match f:
+        case Cmp(_, a, b):
+            return calls(a) or calls(b)
+        case Lift(_, Value(t)) | Value(t):
+            return calls(t)
+    return False
+
+
+def guards_first(fs, bound) -> tuple:
+    """The factors fs of a product with every comparison that cannot fail and whose variables
+    are bound moved before the first factor that can fail (the product's value is the same)."""
+    if not any(may_fail(f) for f in fs):
+        return tuple(fs)
+    out, rest, known = [], list(fs), set(bound)
+    while rest:
+        f = rest.pop(0)
+        if may_fail(f):
+            ready = [g for g in rest if isinstance(g, Cmp) and not may_fail(g) and all_vars(g) <= known]
+            out += ready
+            rest = [g for g in rest if not any(g is r for r in ready)]
+        out.append(f)
+        known |= schema(f, known)[1]
+    return tuple(out)

@@ -18,7 +18,7 @@ nested aggregate), no restriction exists and the compiler re-evaluates the map i
 """
 from __future__ import annotations
 
-from toaster.calculus.ir import (AggSum, Cmp, DeltaRel, Lift, MapRef, Prod, Sum, Value, Var, all_vars,
+from toaster.calculus.ir import (AggSum, Cmp, DeltaRel, Lift, MapRef, Prod, Rel, Sum, Value, Var, all_vars,
                                  mk_prod, mk_sum, neg, relations)
 from toaster.calculus.simplify import Monomial, simplify_monomials
 from toaster.types import INT
@@ -41,12 +41,16 @@ def revised_lift_delta(x, q, d, event, corr: set):
     monos = simplify_monomials(body, set(corr) | set(group) | set(event.args))
     if not monos:
         return None  # the delta is zero after simplification
-    if event.kind == "batch":
-        restriction = _batch_domain(monos, corr, x)
+    try:
+        if event.kind == "batch":
+            restriction = _batch_domain(monos, corr, x)
+            new_body = mk_sum([_body(q), body])
+        else:
+            restriction, rest = _tuple_restriction(monos, corr, event)
+            new_body = mk_sum([_body(q), mk_sum(rest)])
+    except NotRangeRestricted:
+        restriction = _join_domain(monos, corr, x, set(event.args))
         new_body = mk_sum([_body(q), body])
-    else:
-        restriction, rest = _tuple_restriction(monos, corr, event)
-        new_body = mk_sum([_body(q), mk_sum(rest)])
     updated = AggSum(group, new_body) if isinstance(q, AggSum) else new_body
     return mk_prod(restriction + [mk_sum([Lift(x, updated), neg(Lift(x, q))])])
 
@@ -106,6 +110,28 @@ def _batch_domain(monos, corr, x) -> list:
         parts.append(AggSum(dom_vars, mk_prod(exists + conds)))
     # the outer lift keeps one binding per distinct domain tuple (multiplicity 1)
     return [Lift(Var(f"DOM_{x.name}", INT), mk_sum(parts))]
+
+
+def _join_domain(monos, corr, x, args) -> list:
+    """Q_dom where the update reaches the correlation variables only through a join (an outer
+    join's NOT EXISTS over a padded join, `R JOIN S ... RIGHT JOIN T ON S.C = T.C` updated in
+    R): the correlation values each monomial of ΔQ has rows for, read from its relation atoms
+    (each tuple once, Exists(ΔR) in a batch) and the conditions over them -- a superset of
+    where ΔQ is nonzero, with multiplicity 1."""
+    fixed, parts = None, []
+    for i, m in enumerate(monos, 1):
+        atoms = [f for f in m.factors if isinstance(f, (Rel, DeltaRel))]
+        bound = set(args).union(*(set(a.vars) for a in atoms))
+        here = set(corr) & bound - set(args)
+        fixed = here if fixed is None else fixed & here
+        rows = [Lift(Var(f"EX_{x.name}_{i}_{j}", INT), a) if isinstance(a, DeltaRel) else a
+                for j, a in enumerate(atoms, 1)]
+        parts.append((rows, [f for f in m.factors if isinstance(f, Cmp) and all_vars(f) <= bound]))
+    if not fixed:
+        raise NotRangeRestricted("the update reaches none of the correlation variables")
+    dom_vars = tuple(sorted(fixed, key=lambda v: v.name))
+    return [Lift(Var(f"DOM_{x.name}", INT), mk_sum([AggSum(dom_vars, mk_prod(rows + conds))
+                                                  for rows, conds in parts]))]
 
 
 def is_domain(f) -> bool:

@@ -42,6 +42,12 @@ def _padded(cols) -> list:
     return [x for v, f, _ in cols for x in (Lift(v, Value(null_default(v.type))), Lift(f, Value(Const(1, INT))))]
 
 
+def _outer_joins_last(items) -> list:
+    """FROM items in translation order: an outer join's ON and NOT EXISTS read the other items."""
+    return [it for it in items if not isinstance(it, A.OuterJoinItem)] + \
+        [it for it in items if isinstance(it, A.OuterJoinItem)]
+
+
 class NullTranslation:
     """The Translator's methods for NULLs and outer joins (see the module docstring)."""
 
@@ -151,6 +157,13 @@ class NullTranslation:
                     self.flags[w] = Var(f"{w.name}{NULL_FLAG}", INT)
             return self.renamed(rows, outs, want), \
                 [(v, Var(f"{v.name}{NULL_FLAG}", INT), v in self.flags) for v in want]
+        if isinstance(item, A.JoinedItems):       # the inner join of its items (outer joins last)
+            parts = [self.item_rows(it) for it in _outer_joins_last(item.items)]
+            on = [] if item.on is None else [self.cond(item.on)]
+            return mk_prod([rows for rows, _ in parts] + on), [c for _, cols in parts for c in cols]
+        if isinstance(item, A.OuterJoinItem):     # inside a JoinedItems: its padded columns,
+            padded = [] if item.left is None else self.item_rows(item.left)[1]   # flags bound by it
+            return self.outer_join(item), [(v, f, True) for v, f, _ in padded + self.item_rows(item.right)[1]]
         raise _unsupported(f"FROM item {type(item).__name__}", item)
 
     def outer_join(self, item: A.OuterJoinItem):

@@ -213,14 +213,24 @@ class SubqueryItem:
 
 
 @dataclass(frozen=True, slots=True)
+class JoinedItems:
+    """The padded side of an outer join that is itself a join (a FROM item after resolution):
+    the inner join of `items` (RelItem | SubqueryItem | OuterJoinItem) under `on`, its ON and
+    NATURAL conditions (None: a cross product). Padding it pads all of its items at once."""
+    items: tuple
+    on: object | None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class OuterJoinItem:
     """A resolved LEFT / RIGHT / FULL [OUTER] JOIN (a FROM item after resolution): `right` is
     null-padded -- its rows matching `on`, or, where `no_match_right` (a resolved NOT EXISTS over
     a copy of it) holds, one row of NULLs; FULL pads `left` the same way (RIGHT JOIN is a LEFT JOIN
     with the sides swapped). Every column of a padded item is nullable above the join."""
     kind: str              # 'LEFT' | 'FULL'
-    left: object | None    # FULL: the left item (RelItem | SubqueryItem); LEFT: None
-    right: object          # RelItem | SubqueryItem
+    left: object | None    # FULL: the left item (RelItem | SubqueryItem | JoinedItems); LEFT: None
+    right: object          # RelItem | SubqueryItem | JoinedItems
     on: object
     no_match_right: object
     no_match_left: object | None = None
@@ -233,7 +243,7 @@ class Join:
     flattens joins into from_items and AND-s their conditions into WHERE)."""
     kind: str              # 'INNER' | 'NATURAL' | 'CROSS' | 'LEFT' | 'RIGHT' | 'FULL'
     left: object           # RelItem | SubqueryItem | Join
-    right: object          # RelItem | SubqueryItem
+    right: object          # RelItem | SubqueryItem | Join (a parenthesized join)
     on: object | None
     pos: Pos = field(default=NOPOS, compare=False)
 

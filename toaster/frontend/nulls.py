@@ -7,8 +7,9 @@ NULL; a comparison with NULL is unknown (the row is dropped, and NOT keeps it dr
 toaster represents "e is not NULL" by guards (toaster.calculus.from_sql.null_guards): a column's
 flag is 0, a subquery's lifted row count is nonzero. A column of a FROM subquery or set-operation
 operand that can be NULL (nullable_outputs) is a nullable column of the derived relation. A NULL
-that would reach a place without NULL support yet (a subquery's NULL in a CASE value or function
-argument; any NULL as an argument of a fallible function) is refused (`not supported yet`).
+that would reach a place without NULL support yet (a subquery's NULL in a CASE value) is refused
+(`not supported yet`). A cast that can fail ('' is no date) is never evaluated on the placeholder
+a NULL holds (toaster.calculus.ir.guards_first).
 """
 from __future__ import annotations
 
@@ -45,38 +46,28 @@ def is_single_row(query) -> bool:
 
 def null_aggregates(e) -> list:
     """The outermost SUM/AVG/MIN/MAX calls of e (an expression over aggregates) that make e NULL
-    over no rows; refused where such a call is a function argument or a CASE value."""
+    over no rows; refused where such a call is a CASE value."""
     def null_aggregate(n, where):
         if isinstance(n, A.AggCall) and n.func in NULL_AGGREGATES:
-            return f"{n.func} over no rows inside a function or CASE" if where != "arith" else ""
+            return f"{n.func} over no rows inside a CASE" if where == "case" else ""
         return None
     return _null_sources(e, null_aggregate)
-
-
-# functions that can fail at run time on the zero a NULL column holds (a string that is no date);
-# LISTMIN/LISTMAX skip NULL arguments as LEAST/GREATEST do (the resolver's COALESCE rotation)
-_FALLIBLE = ("cast_date", "date", "cast_int", "cast_float")
 
 
 def nullable_subqueries(e, aggs=None) -> list:
     """The NULL sources whose NULL makes the value e NULL: nullable ScalarSubquery nodes and
     nullable ColumnRefs, reached through arithmetic and function arguments, outside aggregates
     of e's own query (their arguments are guarded where they are computed) and outside nested
-    queries. Refused: a nullable subquery inside a function argument, any NULL source inside a
-    CASE value or a fallible function's argument; CASE conditions are conditions (guarded where
-    they are translated)."""
+    queries. Refused: a nullable subquery inside a CASE value; CASE conditions are conditions
+    (guarded where they are translated)."""
     def nullable_subquery(n, where):
         if isinstance(n, A.NullLiteral):
-            return f"NULL as an argument of {where}" if where in _FALLIBLE else ""
+            return ""
         if isinstance(n, A.ScalarSubquery) and is_nullable(n.query):
-            if where in _FALLIBLE:
-                return f"a scalar subquery that can be empty as an argument of {where}"
             return ""
         if isinstance(n, A.ColumnRef) and n.nullable:
             if where == "case":
                 return f"the nullable column {n.name} inside a CASE value"
-            if where in _FALLIBLE:
-                return f"the nullable column {n.name} as an argument of {where}"
             return ""
         return None
     return _null_sources(e, nullable_subquery, skip=aggs)
@@ -91,8 +82,8 @@ def _null_sources(e, source, skip=None) -> list:
     def walk(n, where: str):
         if skip is not None and n in skip and not (isinstance(n, A.ColumnRef) and n.nullable):
             if null_key(n) in skip:      # an aggregate or group key that can be NULL there
-                if where == "case" or where in _FALLIBLE:
-                    raise refuse_null(f"an aggregate or group key over a nullable column as an argument of {where}", n)
+                if where == "case":
+                    raise refuse_null("an aggregate or group key over a nullable column inside a CASE value", n)
                 if n not in out:
                     out.append(n)
             return
@@ -113,9 +104,8 @@ def _null_sources(e, source, skip=None) -> list:
                 # COALESCE is NULL only if every argument is; NULLIF(a, b) wherever a is or a = b
                 kinds = [bool(_null_sources(a, source, skip)) for a in args]
                 if all(kinds) or n.name == "nullif":
-                    if where == "case" or where in _FALLIBLE:
-                        raise refuse_null(f"{n.name.upper()} that can be NULL inside a CASE value "
-                                          "or a cast", n)
+                    if where == "case":
+                        raise refuse_null(f"{n.name.upper()} that can be NULL inside a CASE value", n)
                     if n not in out:
                         out.append(n)
             case A.FuncCall(name, args):
@@ -128,8 +118,6 @@ def _null_sources(e, source, skip=None) -> list:
                     return source(m, "case" if isinstance(m, A.ScalarSubquery) else w)
                 values = [v for _, v in whens] + ([else_] if else_ is not None else [])
                 if any(_null_sources(v, in_value, skip) for v in values):
-                    if where in _FALLIBLE:
-                        raise refuse_null(f"a CASE that can be NULL as an argument of {where}", n)
                     if n not in out:
                         out.append(n)
     walk(e, "arith")

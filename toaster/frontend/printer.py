@@ -35,6 +35,7 @@ class _Printer:
         assert dialect in ("toaster", "duckdb")
         self.duck = dialect == "duckdb"
         self.sql_nulls = False   # printing the targets of a scalar subquery that can be NULL
+        self.one_row_joins = 0   # `(SELECT 1) AS __ONn` tables printed (their names are distinct)
         self.externals = externals or {}    # declared function name -> its EXTERNAL name
 
     def name(self, n: str) -> str:
@@ -157,14 +158,25 @@ class _Printer:
                 return self.name(rel) if alias == rel else f"{self.name(rel)} AS {self.name(alias)}"
             case A.SubqueryItem(q, alias):
                 return f"({self.query(q)}) AS {self.name(alias)}"
+            case A.JoinedItems(items, None):
+                return f"({self.from_clause(items, explicit=True)})"
+            case A.JoinedItems(items, on) if not any(isinstance(i, A.OuterJoinItem) for i in items):
+                *rest, last = items
+                return f"({self.from_clause(rest, explicit=True)} INNER JOIN {self.from_item(last)} ON {self.cond(on)})"
+            case A.JoinedItems(items, on):
+                # the condition may read the outer-joined items, printed last: a join with one row
+                self.one_row_joins += 1
+                return f"({self.from_clause(items, explicit=True)} INNER JOIN (SELECT 1) " \
+                       f"AS __ON{self.one_row_joins} ON {self.cond(on)})"
         raise TypeError(f"cannot print {it!r}")
 
-    def from_clause(self, items) -> str:
+    def from_clause(self, items, explicit: bool = False) -> str:
         """Items joined in order, outer joins after the others (their ON conditions read them);
-        with an outer join every item is an explicit join, since `,` binds looser than JOIN."""
+        with an outer join (or inside parentheses: explicit) every item is an explicit join,
+        since `,` binds looser than JOIN."""
         plain = [self.from_item(it) for it in items if not isinstance(it, A.OuterJoinItem)]
         outer = [it for it in items if isinstance(it, A.OuterJoinItem)]
-        if not outer:
+        if not outer and not explicit:
             return ", ".join(plain)
         out = " CROSS JOIN ".join(plain)
         for it in outer:

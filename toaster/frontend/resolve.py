@@ -2,9 +2,9 @@
 
 resolve_program(prog) returns one ResolvedQuery per top-level statement. Every resolved Select,
 at any depth, is normalized (see the lead's contract in the ResolvedQuery docstring):
-  * from_items hold only RelItem / SubqueryItem; JOINs are flattened (ON and NATURAL equalities
-    AND-ed into where, ON conditions first); every FROM alias is unique in the whole program
-    (a second `R` becomes `R_2`, ...).
+  * from_items hold RelItem / SubqueryItem / OuterJoinItem; inner JOINs are flattened (ON and NATURAL
+    equalities AND-ed into where, ON first) but on an outer join's padded side (JoinedItems);
+    every FROM alias is unique in the whole program (a second `R` becomes `R_2`, ...).
   * `*` / `R.*` are expanded; every Target.alias is set to the target's output name (unique in
     its select): the written alias, else the column name of a bare column, else a generated
     __SQL_<SUM|COUNT|AVG|MIN|MAX>_AGGREGATE_n / __SQL_EXPRESSION_n (COUNT(DISTINCT) is a COUNT).

@@ -14,18 +14,16 @@ class JoinResolution:
     relations, visible_relations and statement_relations."""
 
     def outer_join(self, item: A.Join, parent, sources, items, on_conds, merged) -> None:
-        """LEFT / RIGHT / FULL JOIN: the padded side must be one FROM item (a relation or a
-        subquery); its ON condition sees the items to its left, as in SQL. The padded item is
-        wrapped in an OuterJoinItem carrying the ON condition and a NOT EXISTS over a copy of it
-        (no row matches: one row of NULLs), and its columns become nullable above the join."""
+        """LEFT / RIGHT / FULL JOIN: its ON condition sees the items to its left, as in SQL. A
+        padded side of one FROM item (a relation or a subquery) is padded as it is; a padded side
+        that is itself a join becomes one JoinedItems, the inner join of its items under their ON
+        conditions. The padded side is wrapped in an OuterJoinItem carrying the ON condition and a
+        NOT EXISTS over a copy of it (no row matches: one row of NULLs), and its columns become
+        nullable above the join."""
         first = len(sources)
-        self.from_item(item.left, parent, sources, items, on_conds, merged)
-        n_left = len(sources)
-        self.from_item(item.right, parent, sources, items, on_conds, merged)
-        single_left = n_left - first == 1 and isinstance(item.left, (A.RelItem, A.SubqueryItem))
-        if item.kind in ("RIGHT", "FULL") and not single_left:
-            raise _err(f"{item.kind} JOIN whose left side is itself a join (join the others after it)",
-                       item, UnsupportedError)
+        left = self.joined_side(item.left, parent, sources, items, on_conds, merged, padded=item.kind != "LEFT")
+        right = self.joined_side(item.right, parent, sources, items, on_conds, merged, padded=item.kind != "RIGHT")
+        n_left = first + left[0]
         scope = _Scope(list(sources), parent, merged)
         on = self.cond(item.on, scope, "ON")
 
@@ -33,20 +31,36 @@ class JoinResolution:
             q = A.Select((A.Target(A.Star(None, item.pos), None, item.pos),), (original,), item.on, (), pos=item.pos)
             return self.cond(A.Exists(q, True, item.pos), scope, "ON")
         if item.kind == "LEFT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[-1], on, no_match(item.right), None, item.pos)
-            items[-1] = wrapped
-            padded = [sources[-1]]
+            wrapped = A.OuterJoinItem("LEFT", None, right[1], on, no_match(item.right), None, item.pos)
+            padded = sources[n_left:]
         elif item.kind == "RIGHT":
-            wrapped = A.OuterJoinItem("LEFT", None, items[first], on, no_match(item.left), None, item.pos)
-            items[first] = wrapped
-            padded = [sources[first]]
+            wrapped = A.OuterJoinItem("LEFT", None, left[1], on, no_match(item.left), None, item.pos)
+            padded = sources[first:n_left]
         else:
-            wrapped = A.OuterJoinItem("FULL", items[first], items[-1], on, no_match(item.right),
+            wrapped = A.OuterJoinItem("FULL", left[1], right[1], on, no_match(item.right),
                                       no_match(item.left), item.pos)
-            items[first:] = [wrapped]
-            padded = [sources[first], sources[-1]]
+            padded = sources[first:]
+        items.append(wrapped)
         for src in padded:
             src.nullable = frozenset(n for n, _ in src.columns)
+
+    def joined_side(self, side, parent, sources, items, on_conds, merged, padded: bool) -> tuple:
+        """Resolve one side of an outer join into sources: (its number of sources, the FROM item
+        padding it, or None where it is not padded -- its items then stay in `items`, its ON
+        conditions in on_conds). A padded join's ON conditions are resolved here, before its
+        columns become nullable, and kept inside its JoinedItems."""
+        n_sources, n_items, n_conds = len(sources), len(items), len(on_conds)
+        self.from_item(side, parent, sources, items, on_conds, merged)
+        if not padded:
+            return len(sources) - n_sources, None
+        mine, conds = items[n_items:], on_conds[n_conds:]
+        del items[n_items:], on_conds[n_conds:]
+        if len(mine) == 1 and not conds and isinstance(mine[0], (A.RelItem, A.SubqueryItem)):
+            return len(sources) - n_sources, mine[0]
+        scope = _Scope(list(sources), parent, merged)
+        resolved = [c if done else self.cond(c, scope, "ON") for done, c in conds]
+        on = None if not resolved else resolved[0] if len(resolved) == 1 else A.And(tuple(resolved), side.pos)
+        return len(sources) - n_sources, A.JoinedItems(tuple(mine), on, side.pos)
 
     def from_item(self, item, parent, sources, items, on_conds, merged) -> None:
         match item:

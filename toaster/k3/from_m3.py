@@ -168,6 +168,7 @@ class _Lowering:
     def prod(self, fs, bound: set):
         if not fs:
             return Singleton(Tuple((ONE,))), ()
+        fs = c.guards_first(fs, bound)      # a NULL string's cast is never evaluated
         acc, outs = self.coll(fs[0], bound)
         for f in fs[1:]:
             right, routs = self.coll(f, bound | set(outs))

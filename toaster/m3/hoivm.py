@@ -495,10 +495,13 @@ def order_statements(stmts) -> list:
         writers.setdefault(s.target, []).append(j)
     for i, s in enumerate(stmts):
         for name in _maps_read(s.rhs):
-            if name == s.target:
+            if name == s.target and s.op == ":=":
                 continue
+            # a += statement reading its own map (a domain-restricted `-(x := Q)` whose Q is the
+            # map's own definition) reads it before the map's other statements write it
             for j in writers.get(name, ()):
-                edges.append((j, i) if s.op == ":=" else (i, j))
+                if j != i:
+                    edges.append((j, i) if s.op == ":=" else (i, j))
     try:
         order = lexicographic_topological_order(len(stmts), edges)
     except CycleError:

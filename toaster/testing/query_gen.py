@@ -98,7 +98,7 @@ class _Gen:
             src_text, src = self.source(allow_subquery and i == n - 1)
             if i > 0 and self.nulls and self.flip(3):
                 on = self.join_condition(sources[-1], src)
-                kind = self.choice(("LEFT", "LEFT", "RIGHT", "FULL") if len(parts[-1].split()) == 2 else ("LEFT",))
+                kind = self.choice(("LEFT", "LEFT", "RIGHT", "FULL"))   # the left side may be a join
                 parts[-1] = f"{parts[-1]} {kind} JOIN {src_text} ON {on}"
             elif i > 0 and self.flip(3):   # JOIN ... ON / NATURAL JOIN instead of a comma
                 if self.flip(2) and self._natural_ok(parts[-1], src_text):

@@ -60,11 +60,16 @@ def convert(b: ir.IRBuilder, v, src: Type, dst: Type):
     raise UnsupportedError(f"conversion from {src} to {dst} in the LLVM backend")
 
 
+CANONICAL_NAN_BITS = 0x7FF8000000000000     # Python's float("nan")
+
+
 def encode_key(b, v, t: Type):
     if t == FLOAT:
         zero = ir.Constant(F64, 0.0)
         v = b.select(b.fcmp_ordered("==", v, zero), zero, v)   # one key for 0.0 and -0.0
-        return b.bitcast(v, I64)
+        bits = b.bitcast(v, I64)
+        # one key for every NaN (0/0 and acos(2) differ in their sign bit), as DuckDB groups them
+        return b.select(b.fcmp_unordered("uno", v, v), ir.Constant(I64, CANONICAL_NAN_BITS), bits)
     if t == BOOL:
         return b.zext(v, I64)
     return v
