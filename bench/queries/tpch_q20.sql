@@ -1,0 +1,3 @@
+-- dataset: tpch
+-- query: tests/queries/tpch/q20.sql
+-- (IN over a subquery with a nested SUM correlated through PARTSUPP: a join domain)

@@ -1,0 +1,3 @@
+-- dataset: tpch
+-- query: tests/queries/tpch/q22.sql
+-- (NOT EXISTS and an uncorrelated AVG; on spark its views live on the driver)
