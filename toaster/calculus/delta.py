@@ -14,10 +14,12 @@ from toaster.errors import UnsupportedError
 from toaster.types import INT
 
 
-def delta(e, event: Event, revised: bool = False, bound=frozenset()):
+def delta(e, event: Event, revised: bool = False, bound=frozenset(), join_domains: bool = False):
     """`revised` applies the range-restricted rule to nested aggregates (nested_delta.py); it
     raises NotRangeRestricted where none exists. `bound`: the variables bound before e is
-    evaluated (sideways binding), i.e. a nested aggregate's correlation variables."""
+    evaluated (sideways binding), i.e. a nested aggregate's correlation variables.
+    `join_domains`: where an update reaches the correlation only through a join, restrict the
+    delta to the values that join yields (nested_delta._join_domain) instead of raising."""
     match e:
         case Rel(n, vs):
             if n != event.relation:
@@ -30,11 +32,11 @@ def delta(e, event: Event, revised: bool = False, bound=frozenset()):
         case DeltaRel() | MapRef() | Value() | Cmp():
             return ZERO
         case Sum(ts):
-            return mk_sum([delta(t, event, revised, bound) for t in ts])
+            return mk_sum([delta(t, event, revised, bound, join_domains) for t in ts])
         case Prod(fs):
-            return _delta_prod(list(fs), event, revised, frozenset(bound))
+            return _delta_prod(list(fs), event, revised, frozenset(bound), join_domains)
         case AggSum(gs, q):
-            d = delta(q, event, revised, bound)
+            d = delta(q, event, revised, bound, join_domains)
             return ZERO if is_zero(d) else AggSum(gs, d)
         case Extremum(kind, _, _, q):
             if event.relation not in relations(q):
@@ -44,23 +46,23 @@ def delta(e, event: Event, revised: bool = False, bound=frozenset()):
             raise UnsupportedError(f"incremental maintenance of a nested {kind.upper()} (the calculus "
                                    "evaluator, --backend calc, runs it)")
         case Lift(x, q):
-            d = delta(q, event, revised, bound)
+            d = delta(q, event, revised, bound, join_domains)
             if is_zero(d):
                 return ZERO
             if revised and relations(q):
-                restricted = revised_lift_delta(x, q, d, event, all_vars(q) & set(bound))
+                restricted = revised_lift_delta(x, q, d, event, all_vars(q) & set(bound), join_domains)
                 return ZERO if restricted is None else restricted
             return mk_sum([Lift(x, mk_sum([q, d])), neg(Lift(x, q))])
     raise TypeError(f"not a calculus expression: {e!r}")
 
 
-def _delta_prod(fs: list, event: Event, revised: bool, bound: frozenset):
+def _delta_prod(fs: list, event: Event, revised: bool, bound: frozenset, join_domains: bool = False):
     """Δ(A*B) = ΔA*B + A*ΔB + ΔA*ΔB, applied to the head and the rest of the product."""
     if len(fs) == 1:
-        return delta(fs[0], event, revised, bound)
+        return delta(fs[0], event, revised, bound, join_domains)
     head, rest = fs[0], fs[1:]
-    dh = delta(head, event, revised, bound)
-    dr = _delta_prod(rest, event, revised, bound | schema(head, bound)[1])
+    dh = delta(head, event, revised, bound, join_domains)
+    dr = _delta_prod(rest, event, revised, bound | schema(head, bound)[1], join_domains)
     rest_e = mk_prod(rest)
     terms = []
     if not is_zero(dh):

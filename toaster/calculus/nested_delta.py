@@ -28,7 +28,7 @@ class NotRangeRestricted(Exception):
     """The nested aggregate's delta binds none of its correlation variables."""
 
 
-def revised_lift_delta(x, q, d, event, corr: set):
+def revised_lift_delta(x, q, d, event, corr: set, join_domains: bool = False):
     """Δ(x := q) for the event, given d = Δq (not zero); `corr` are q's correlation variables
     (bound outside q)."""
     group = tuple(q.group) if isinstance(q, AggSum) else ()
@@ -49,6 +49,8 @@ def revised_lift_delta(x, q, d, event, corr: set):
             restriction, rest = _tuple_restriction(monos, corr, event)
             new_body = mk_sum([_body(q), mk_sum(rest)])
     except NotRangeRestricted:
+        if not join_domains:
+            raise
         restriction = _join_domain(monos, corr, x, set(event.args))
         new_body = mk_sum([_body(q), body])
     updated = AggSum(group, new_body) if isinstance(q, AggSum) else new_body

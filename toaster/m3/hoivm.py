@@ -65,7 +65,8 @@ class HOIVMCompiler:
     base-relation maps, as in first-order IVM; 0: re-evaluation); deeper deltas read base maps.
     """
 
-    def __init__(self, relations, mode: str = "tuple", strategy: str = "hoivm", depth: int | None = None):
+    def __init__(self, relations, mode: str = "tuple", strategy: str = "hoivm", depth: int | None = None,
+                 join_domains: bool = False):
         if mode not in ("tuple", "batch"):
             raise ValueError(f"unknown trigger mode {mode!r}")
         if strategy not in STRATEGIES:
@@ -73,6 +74,7 @@ class HOIVMCompiler:
         if depth is not None and depth < 0:
             raise UnsupportedError(f"--depth {depth} (must be 0 or more)")
         self.strategy = strategy
+        self.join_domains = join_domains
         self.depth_limit = 1 if strategy == "ivm" and depth is None else depth
         self.depth_of: dict[str, int] = {}
         self.notes: list[str] = []
@@ -109,7 +111,7 @@ class HOIVMCompiler:
                     reeval.add(rel)   # naive: no range restrictions extracted (VLDBJ'14 §8)
                     continue
                 try:
-                    deltas[ev] = delta(body, ev, revised=True)
+                    deltas[ev] = delta(body, ev, revised=True, join_domains=self.join_domains)
                 except NotRangeRestricted:
                     reeval.add(rel)
         if inner:
@@ -310,7 +312,7 @@ class HOIVMCompiler:
         for rel in relations(f.expr):
             for ev in events_for(self.relations[rel], self.mode):
                 try:
-                    delta(f, ev, revised=True, bound=frozenset(corr))
+                    delta(f, ev, revised=True, bound=frozenset(corr), join_domains=self.join_domains)
                 except NotRangeRestricted:
                     return None
         return homes[0]
@@ -525,9 +527,9 @@ def _maps_read(e) -> set:
 
 @deep("the calculus program (calc_to_m3)")
 def compile_hoivm(calc_program, mode: str = "tuple", strategy: str = "hoivm",
-                  depth: int | None = None) -> M3Program:
+                  depth: int | None = None, join_domains: bool = False) -> M3Program:
     """The `hoivm` lowering: calc program (query maps) -> M3 trigger program."""
-    c = HOIVMCompiler(calc_program.relations, mode, strategy, depth)
+    c = HOIVMCompiler(calc_program.relations, mode, strategy, depth, join_domains)
     c.join_degrees = join_degrees(m.definition for m in calc_program.maps)
     queue = deque()
     for m in calc_program.maps:
