@@ -18,21 +18,34 @@ def batches(comp, stream) -> list:
 def run_against_duckdb(schema: str, sql: str, stream, backend: str, mode: str) -> list:
     """The result rows after every batch (each equal to DuckDB's, or AssertionError)."""
     comp = compile_sql(schema + sql + ";", mode=mode)
+    return check_every_batch(comp, backend, stream, [sql])[0]
+
+
+def check_every_batch(comp, backend: str, stream, labels) -> list:
+    """Run every query of `comp` on `backend` over the stream, each equal to DuckDB's after every
+    batch (AssertionError naming labels[i], the backend, the mode and the batch); per query, its
+    rows (tuples) after every batch."""
     engine = comp.engine(backend)
     oracle = Oracle(comp.stage("calc").relations)
-    seen = []
+    seen = [[] for _ in comp.queries]
     try:
         for n, batch in enumerate(batches(comp, stream), start=1):
             engine.apply(batch)
             oracle.apply(batch)
-            got = engine.result(comp.queries[0].name)
-            diffs = compare_results(got, oracle.query(comp.oracle_sql[0]), strict_nulls=True)
-            assert not diffs, f"{backend} {mode}, after batch {n}: {diffs}"
-            seen.append(tuple(tuple(r) for r in got.rows))
+            for i, (q, sql) in enumerate(zip(comp.queries, comp.oracle_sql)):
+                got = engine.result(q.name)
+                diffs = compare_results(got, oracle.query(sql), strict_nulls=True)
+                assert not diffs, f"{labels[i]}\n{backend} {comp.options.mode}, after batch {n}: {diffs}"
+                seen[i].append(tuple(tuple(r) for r in got.rows))
     finally:
         oracle.close()
         engine.close()
     return seen
+
+
+def had_null(history) -> bool:
+    """Whether any row after any batch (check_every_batch's per-query list) holds a NULL."""
+    return any(None in row for rows in history for row in rows)
 
 
 def assert_calc_round_trip(calc) -> str:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from null_streams import assert_calc_round_trip, batches
+from null_streams import assert_calc_round_trip, check_every_batch, had_null
 from toaster.pipeline import compile_sql
-from toaster.testing import Oracle, compare_results
 
 SCHEMA = ("CREATE STREAM R(A int, S string NULL, F string NULL, N int NULL);\n"
           "CREATE STREAM T(A int, C int NULL, D string NULL);\n")
@@ -58,21 +57,8 @@ NEVER_NULL = (3, 4, 8)          # counts of rows whose cast or subquery is not N
 def test_null_cast_arguments_equal_duckdb_after_every_batch(backend, mode):
     picked = LLVM_QUERIES if backend == "llvm" else range(len(QUERIES))
     comp = compile_sql(SCHEMA + "".join(QUERIES[i] + ";\n" for i in picked), mode=mode)
-    engine = comp.engine(backend)
-    oracle = Oracle(comp.stage("calc").relations)
-    saw_null = dict.fromkeys(picked, False)
-    try:
-        for n, batch in enumerate(batches(comp, STREAM), start=1):
-            engine.apply(batch)
-            oracle.apply(batch)
-            for i, q, sql in zip(picked, comp.queries, comp.oracle_sql):
-                got = engine.result(q.name)
-                diffs = compare_results(got, oracle.query(sql), strict_nulls=True)
-                assert not diffs, f"{QUERIES[i]}\n{backend} {mode}, after batch {n}: {diffs}"
-                saw_null[i] |= any(None in row for row in got.rows)
-    finally:
-        oracle.close()
-        engine.close()
+    seen = check_every_batch(comp, backend, STREAM, [QUERIES[i] for i in picked])
+    saw_null = {i: had_null(h) for i, h in zip(picked, seen)}
     assert all(seen or i in NEVER_NULL for i, seen in saw_null.items()), saw_null
 
 

@@ -171,15 +171,19 @@ class SparkEngine(Engine):
         Scatter needs a Gather's result). If it fails (in a task or on the driver) the runtime
         undoes every batch of it (DistRuntime.apply_deltas); an integer out of the 64-bit range
         is IntegerOverflowError."""
-        from toaster.backends.spark.native_input import ColumnarDelta
-        inputs = self.program.native.inputs if self.program.native is not None else {}
-        # a relation with an input block: its rows go to the executors as columns (never Python
-        # objects here); the others are pre-aggregated on the driver (net multiplicity per row)
         # a relation no trigger reads (a table of the schema the query does not use) changes no
         # view: not even made into a dict
-        driver = self.program.native.columnar if self.program.native is not None else frozenset()
-        self._run_deltas([(b.relation.upper(), ColumnarDelta([b]) if self._columnar(b, inputs, driver)
-                           else net_delta(b)) for b in batches if b.relation.upper() in self.program.TRIGGERS])
+        self._run_deltas([(b.relation.upper(), self._delta(b)) for b in batches
+                          if b.relation.upper() in self.program.TRIGGERS])
+
+    def _delta(self, batch: Batch):
+        """A relation with an input block: its rows go to the executors as columns (never Python
+        objects here); the others are pre-aggregated on the driver (net multiplicity per row)."""
+        from toaster.backends.spark.native_input import ColumnarDelta
+        native = self.program.native
+        if native is not None and self._columnar(batch, native.inputs, native.columnar):
+            return ColumnarDelta([batch])
+        return net_delta(batch)
 
     def apply_frames(self, frames, *, empty_strings: bool = False) -> None:
         """Apply one step given as Spark DataFrames ({relation: DataFrame} or (relation,
@@ -194,13 +198,11 @@ class SparkEngine(Engine):
         views unchanged. empty_strings: a null string is '' (Spark's CSV reader). Docs:
         docs/spark-engine.md "DataFrame batches read by the executors"."""
         from toaster.backends.spark import frame_input
-        from toaster.backends.spark.native_input import ColumnarDelta
         merged: dict = {}         # a relation given twice: the union of its rows (apply_many sums them)
         for relation, df in (frames.items() if isinstance(frames, dict) else frames):
             name = self._decl(relation).name
             merged[name] = merged[name].unionByName(df) if name in merged else df
         inputs = self.program.native.inputs if self.program.native is not None else {}
-        driver = self.program.native.columnar if self.program.native is not None else frozenset()
         read = set(frame_input.frame_relations(inputs, self.relations.values())[0])
         deltas, streamed = [], self._streamed
         for relation, df in merged.items():
@@ -214,8 +216,7 @@ class SparkEngine(Engine):
                 batch = frame_input.collect_batch(decl, df, empty_strings=empty_strings)
                 batch = batch and self._checked(batch, streamed)
                 if batch:
-                    deltas.append((decl.name, ColumnarDelta([batch]) if self._columnar(batch, inputs, driver)
-                                   else net_delta(batch)))
+                    deltas.append((decl.name, self._delta(batch)))
             streamed = streamed or decl.kind != "table"
         self._run_deltas(deltas)
         self._streamed = streamed
