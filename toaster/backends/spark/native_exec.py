@@ -57,6 +57,16 @@ def loads() -> list:
     return list(_registry().loads)
 
 
+def pool_sizes() -> list:
+    """(program key, dictionary slots, live strings, collections) of every partition program this
+    process holds: its string pool's size (tests, bench/spark_state/string_pools.py)."""
+    out = []
+    for key, nm in _registry().modules.items():
+        pool = nm.engine._pool
+        out.append((key, len(pool.strings), len(pool), pool.collections))
+    return out
+
+
 def _cfn(ret, *args):
     return ctypes.CFUNCTYPE(ret, *args)
 
