@@ -92,11 +92,11 @@ def test_pools_stay_bounded_over_new_strings(comp, spark, tmp_path):
     """Distributed views keyed by the strings (3 partitions: a worker switches between map
     sets), a driver block interning the batch's strings, snapshots every 4 triggers, replicas
     dropped mid-stream, a checkpoint restored, failed steps."""
-    steps = 24
+    steps = 20
     engine = SparkEngine(comp.stage("spark"), spark=spark, partitions=3, checkpoint_every=4,
                          checkpoint_dir=str(tmp_path / "c"))
     try:
-        seen = _run(engine, comp, spark, steps, tmp_path, drop_at=5, restore_at=10)
+        seen = _run(engine, comp, spark, steps, tmp_path, drop_at=4, restore_at=8)
     finally:
         engine.close()
     _assert_bounded(seen, steps)
@@ -109,9 +109,9 @@ def test_driver_views_with_string_keys(comp, spark, tmp_path):
     engine = SparkEngine(m3, spark=spark, partitions=2, checkpoint_every=5, checkpoint_dir=str(tmp_path / "c"),
                          partitioning={"N": "local", "TOTAL": "local"})
     assert {"N", "TOTAL"} <= set(engine.program.native.driver_views)
-    steps = 60
+    steps = 40
     try:
-        seen = _run(engine, comp, spark, steps, tmp_path, drop_at=25)
+        seen = _run(engine, comp, spark, steps, tmp_path, drop_at=15)
         # the guard: with undo records pending (a step under way), the pool is not collected
         nm = engine.program._driver_module()
         results = engine.results()
