@@ -231,7 +231,8 @@ class JobRunner:
         pp = self.native.driver_program or self.native
         # the driver's views live there: pinned, never evicted as the executors' caches are
         spec = {"native": _Held(pp), "native_key": pp.key, "pinned": bool(self.native.driver_views),
-                "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver"}
+                "native_opt": self._native_spec["native_opt"], "store": f"{self.store}-driver",
+                "collect_min": self._native_spec["collect_min"]}
         nm = nx.module_for(spec)
         nm.activate(spec["store"], 0)
         return nm

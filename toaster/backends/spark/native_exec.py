@@ -13,6 +13,14 @@ IR text): a later worker process (Spark reaps idle ones) loads it instead of com
 Exchange format: columnar. A map's records travel as (name, key columns, values): numpy arrays,
 strings as object arrays; they are encoded to / decoded from this process's string pool
 vectorized (StringPool.encode: Arrow dictionary encoding; decoding: one numpy take).
+
+String pool: one per module, shared by all its map sets. `module_for` (the start of every task,
+and of every use of the driver's JIT) collects it as the llvm engine does (StringPool.collect,
+when it doubled since the last collection): the ids kept are those of every map set's nonzero
+entries (`_string_keys`: the active set and each saved one), the literals and the derived
+tables. Never while the undo log holds records (the driver views' records live for a whole
+step: a rollback must find its keys' ids unchanged); between tasks no id is held outside the
+maps (records travel as strings, the durable copy stores strings).
 """
 from __future__ import annotations
 
@@ -57,6 +65,16 @@ def loads() -> list:
     return list(_registry().loads)
 
 
+def pool_sizes() -> list:
+    """(program key, dictionary slots, live strings, collections) of every partition program this
+    process holds: its string pool's size (tests, bench/spark_state/string_pools.py)."""
+    out = []
+    for key, nm in _registry().modules.items():
+        pool = nm.engine._pool
+        out.append((key, len(pool.strings), len(pool), pool.collections))
+    return out
+
+
 def _cfn(ret, *args):
     return ctypes.CFUNCTYPE(ret, *args)
 
@@ -98,7 +116,8 @@ class NativeModule:
         self.key_types = {n: tuple(Type(t) for t in k) for n, (k, _) in pp.map_types.items()}
         self.parts: dict = {}          # (store, p) -> PartitionMaps
         self.active = None            # (store, p) whose maps the globals hold
-        self._strings = np.empty(0, dtype=object)
+        self._strings = np.empty(0, dtype=object)     # decode's copy of the pool's strings ...
+        self._strings_at = None                       # ... valid while this stays _pool_state()
         self._free_initial = True      # the maps LLVMEngine's init allocated belong to no partition
 
     # ------------------------------------------------------------ partitions
@@ -162,9 +181,10 @@ class NativeModule:
         for j, t in enumerate(self.key_types[name]):
             w = words[:, j]
             if t == STRING:
-                strings = self.engine._pool.strings
-                if len(self._strings) != len(strings):
-                    self._strings = np.array(strings + [""], dtype=object)[:-1]
+                at = self._pool_state()
+                if self._strings_at != at:
+                    self._strings = np.array(self.engine._pool.strings + [""], dtype=object)[:-1]
+                    self._strings_at = at
                 out.append(self._strings[w])
             elif t == FLOAT:
                 out.append(w.view(np.float64))
@@ -173,6 +193,40 @@ class NativeModule:
             else:
                 out.append(w)
         return out
+
+    def _pool_state(self) -> tuple:
+        """Changes whenever an id may name another string: a collection frees ids, and interning
+        reuses freed ones (the dictionary's length alone does not move then) or appends."""
+        pool = self.engine._pool
+        return pool.collections, len(pool.strings), len(pool._free)
+
+    # ---------------------------------------------------------- strings
+    def maybe_collect(self) -> bool:
+        """Collect the string pool when it doubled since the last collection (StringPool's
+        test) and no undo record is pending; True when it collected."""
+        pool = self.engine._pool
+        if len(pool) < pool.collect_min or self.undo_words():
+            return False
+        return pool.maybe_collect(self._string_keys)
+
+    def _string_keys(self) -> list:
+        """The string ids every map set's nonzero entries hold in their keys: the globals' set
+        (the active one, or the maps init made that no partition adopted yet; not those a
+        drop_store destroyed), then each saved set, loaded in turn and saved back (reading a
+        range index's raw entries unmasks it: its globals change) before the globals are put
+        back as they were. O(state), once per doubling of the pool."""
+        e = self.engine
+        keys = list(e._string_keys()) if self.active is not None or self._free_initial else []
+        saved = [part for part in self.parts.values() if part.words is not None]
+        if saved:
+            current = np.empty(self.n_words, np.int64)
+            self.save(current.ctypes.data)
+            for part in saved:
+                self.load_state(part.words.ctypes.data)
+                keys += list(e._string_keys())
+                self.save(part.words.ctypes.data)
+            self.load_state(current.ctypes.data)
+        return keys
 
     def _values(self, name: str, vals) -> np.ndarray:
         from toaster.types import FLOAT
@@ -287,6 +341,9 @@ def module_for(spec: dict) -> NativeModule:
     nm = reg.modules.get(key)
     if nm is None:
         nm = reg.modules[key] = NativeModule(spec["native"].value, spec["native_opt"])
+    if "collect_min" in spec:
+        nm.engine._pool.collect_min = spec["collect_min"]
+    nm.maybe_collect()                 # before the task encodes anything: no id held outside the maps
     store = spec["store"]
     if spec.get("pinned"):             # resident state that no durable copy rebuilds
         reg.pinned[store] = key

@@ -273,3 +273,12 @@ def compiles_task():
         import os
         return iter([(os.getpid(), nx.compiles(), nx.loads())])
     return run
+
+
+def pools_task():
+    """(process id, native_exec.pool_sizes()) of the worker that runs it (tests, benches)."""
+    def run(_p, elements):
+        drain(elements)
+        import os
+        return iter([(os.getpid(), nx.pool_sizes())])
+    return run

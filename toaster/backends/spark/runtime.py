@@ -101,8 +101,10 @@ class DistRuntime(JobRunner, ViewAccess):
                                    "(SparkEngine passes it; dist_to_spark{blocks=python} for a standalone program)")
         self.native = native if self.BLOCKS == "native" else None
         if self.native is not None:
+            from toaster.backends.llvm.strings import COLLECT_MIN
+            # collect_min: the string pools' threshold (native_exec.module_for sets it; tests lower it)
             self._native_spec = {"native": sc.broadcast(native), "native_key": native.key,
-                                 "native_opt": native_opt}
+                                 "native_opt": native_opt, "collect_min": COLLECT_MIN}
         self.partitions = int(partitions or sc.defaultParallelism)
         self.checkpoint_every = checkpoint_every
         self.store = uuid.uuid4().hex
