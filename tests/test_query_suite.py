@@ -9,7 +9,7 @@ Every suite query must compile to calculus (`--dump-ir calc`) and the `calc` bac
 DuckDB (running the frontend's oracle_sql) after every batch of an insert+delete stream. The
 interp and llvm engines must equal DuckDB on the whole suite in both trigger modes, except the
 llvm refusals listed in LLVM_REFUSES (each checked to be that clear refusal, so the list shrinks
-as the backend grows); spark, on a subset, must equal DuckDB or refuse with UnsupportedError.
+as the backend grows); spark, on a subset, must equal DuckDB (no refusal).
 
 Streams only touch the relations a query names, draw from small domains (per-query domains for
 TPC-H so that its filters and 4- to 8-way joins hit), and the seed is chosen among a few so that
@@ -243,14 +243,6 @@ def test_calc_matches_duckdb(path):
     assert report.nonempty_checks >= 1, "no result was ever nonempty: the test is vacuous"
 
 
-def _correct_or_refused(path: Path, backend: str, mode: str) -> None:
-    """Never a wrong answer: equal to DuckDB, or UnsupportedError (at compile time or on use)."""
-    try:
-        run_suite_query(path, backend, mode)
-    except UnsupportedError:
-        return
-
-
 @pytest.mark.parametrize("mode", ["tuple", "batch"])
 @pytest.mark.parametrize("path", SUITE, ids=_id)
 def test_interp_matches_duckdb(path, mode):
@@ -288,13 +280,11 @@ def test_llvm_matches_duckdb_or_refuses_as_listed(path, mode):
 
 
 @pytest.mark.parametrize("path", SPARK_SUBSET, ids=_id)
-def test_spark_correct_or_unsupported(path, request):
-    try:
-        compiled(path, "batch").stage("spark")
-    except UnsupportedError:
-        return
-    request.getfixturevalue("spark")      # the one shared session, only when a program was built
-    _correct_or_refused(path, "spark", "batch")
+def test_spark_matches_duckdb(path, request):
+    """Every query of the subset compiles for spark (no refusal) and equals DuckDB."""
+    compiled(path, "batch").stage("spark")
+    request.getfixturevalue("spark")      # the one shared session, once a program was built
+    run_suite_query(path, "spark", "batch")
 
 
 # ---------------------------------------------------------------------- error queries
