@@ -21,7 +21,9 @@ SCHEMA = """CREATE STREAM ORD(OK int, CK int, ODATE date, PRIO string) FROM FILE
 CREATE STREAM LI(OK int, PK int, QTY float, PRICE float, DISC float, SDATE date, NOTE string)
   FROM FILE 'l.csv' LINE DELIMITED csv;
 """
-# Q4's shape: each trigger Gathers a view and joins its batch with it in a local block
+# Q4's shape: each trigger Gathers a view and joins its batch with it in a local block (the plan
+# of m3_to_dist{scalar_broadcast=false}; by default ORD's EXISTS count runs on the workers)
+GATHER_PLAN = {"m3_to_dist": {"scalar_broadcast": False}}
 EXISTS = SCHEMA + """SELECT O.PRIO, COUNT(*) AS N, SUM(O.CK) AS S FROM ORD O
 WHERE EXISTS (SELECT * FROM LI L WHERE L.OK = O.OK AND L.QTY < 3) GROUP BY O.PRIO;"""
 
@@ -38,7 +40,7 @@ def test_gather_join_blocks_run_natively_on_the_driver_and_overflow_undoes_the_b
     called, the batches never become row dicts (net_delta), the gathered views reach the blocks
     as columns; every step equals DuckDB (deletions included, 2 relations per step); an integer
     overflow in a driver block raises from the driver's native code and undoes the batch."""
-    comp = compile_sql(EXISTS, mode="batch")
+    comp = compile_sql(EXISTS, mode="batch", pass_options=GATHER_PLAN)
     prog = comp.stage("spark")
     assert set(prog.native.driver) == {"local_block_1", "local_block_3"}
     assert prog.native.columnar == {"ORD", "LI"} and not prog.native.inputs
@@ -95,7 +97,8 @@ def test_gather_join_blocks_run_natively_on_the_driver_and_overflow_undoes_the_b
 def test_driver_native_off_keeps_the_python_blocks():
     """`dist_to_spark{driver_native=false}`: the local blocks stay generated Python (the A/B of
     bench.spark_state.input_cpu); the relations are made into row dicts."""
-    prog = compile_sql(EXISTS, mode="batch", pass_options={"dist_to_spark": {"driver_native": False}}).stage("spark")
+    prog = compile_sql(EXISTS, mode="batch",
+                       pass_options={**GATHER_PLAN, "dist_to_spark": {"driver_native": False}}).stage("spark")
     assert not prog.native.driver and not prog.native.columnar
     assert "pre-aggregated on the driver (its first block is not a linear pre-aggregation scattered " \
            "to the executors): ORD, LI" in explain_jobs(prog)
@@ -116,7 +119,7 @@ def test_driver_blocks_load_only_the_batch_columns_they_read(spark):
     in an unread int column (PK), so rows differing only in unread columns stay apart. The
     unread strings (NOTE) never reach the driver's string pool; every step equals DuckDB,
     including rows that differ only in NOTE and cancel across the step."""
-    comp = compile_sql(EXISTS, mode="batch")
+    comp = compile_sql(EXISTS, mode="batch", pass_options=GATHER_PLAN)
     prog = comp.stage("spark")
     ord_block, li_block = prog.native.driver["local_block_1"], prog.native.driver["local_block_3"]
     assert (ord_block.delta, ord_block.linear, ord_block.surrogate) == ("DELTA_ORD", True, None)

@@ -16,7 +16,8 @@ from toaster.testing import Oracle, compare_results, random_stream
 
 Q22 = Path(__file__).parent / "queries" / "tpch" / "q22.sql"
 # Q22's shape: S's trigger sums its batch into driver views (`N_mS1`, `N_mS2` @ Local), then
-# joins them with a Gathered view; R's trigger joins its batch with them
+# Broadcasts the subquery's value (one row) to join the R view where it lies; R's trigger joins
+# its batch with them
 SCALAR = """CREATE STREAM R(A int, B int, NOTE string) FROM FILE 'r.csv' LINE DELIMITED csv;
 CREATE STREAM S(B int, C int) FROM FILE 's.csv' LINE DELIMITED csv;
 SELECT R.B, COUNT(*) AS N, SUM(R.A) AS TOTAL FROM R
@@ -182,5 +183,5 @@ def test_driver_native_off_keeps_the_views_python(scalar):
     prog = compile_sql(SCALAR, mode="batch",
                        pass_options={"dist_to_spark": {"driver_native": False}}).stage("spark")
     assert not prog.native.driver and not prog.native.driver_views
-    assert "driver local blocks: Python functions over IndexedMaps (3: local_block_1, local_block_3, " \
-           "local_block_4; dist_to_spark{driver_native=false})" in explain_jobs(prog)
+    assert "driver local blocks: Python functions over IndexedMaps (2: local_block_1, local_block_3; " \
+           "dist_to_spark{driver_native=false})" in explain_jobs(prog)

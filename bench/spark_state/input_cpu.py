@@ -17,6 +17,15 @@ import time
 from bench.spark_state.common import spark_cpu, tpch_engine_and_batches
 
 
+def _pass_options(a) -> dict:
+    out = {"dist_to_spark": {"driver_native": False}} if a.python_driver_blocks else {}
+    for item in a.pass_option:
+        key, _, value = item.partition("=")
+        pass_name, _, opt = key.partition(".")
+        out.setdefault(pass_name, {})[opt] = {"true": True, "false": False}.get(value.lower(), value)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("query")
@@ -27,6 +36,8 @@ def main(argv=None):
     ap.add_argument("--native-opt", type=int, default=None, help="LLVM opt level of the partition program")
     ap.add_argument("--python-driver-blocks", action="store_true",
                     help="the driver's local blocks as generated Python (dist_to_spark{driver_native=false}): the A/B")
+    ap.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPT=VALUE",
+                    help="a pass option, e.g. m3_to_dist.scalar_broadcast=false (the A/B of a plan choice)")
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark
 
@@ -42,8 +53,7 @@ def main(argv=None):
     SparkEngine.__init__ = timed_init
     engine, groups = tpch_engine_and_batches(a.query, a.data, spark, batch=a.batch, batches=a.batches,
                                              partitions=a.partitions,
-                                             pass_options=({"dist_to_spark": {"driver_native": False}}
-                                                           if a.python_driver_blocks else None),
+                                             pass_options=_pass_options(a) or None,
                                              **({} if a.native_opt is None else {"native_opt": a.native_opt}))
     SparkEngine.__init__ = real_init
     start, start_spark = made[0]

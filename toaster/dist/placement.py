@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 from toaster.errors import UsageError
 from toaster.passes import Pass, register
 from toaster.dist.batch_domain import restrict_rescans
+from toaster.dist.scalar_broadcast import one_row as _one_row, reads_batch as _reads_batch, \
+    scatter_batch_sums as _scatter_batch_sums
 from toaster.dist.replication import BROADCAST_SHARE, broadcast_relations, broadcastable, choose_replicated
 from toaster.dist.ir import (LOCAL, REPLICATED, Local, Dist, Replicated, Repart, Scatter, Gather, Broadcast,
                              DistMap, DistStatement,
@@ -226,7 +228,7 @@ def _move(parts_vars: tuple, factors: list, tag) -> object:
 
 
 def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = False,
-               nested_on_workers: bool = True, broadcast: bool = False):
+               nested_on_workers: bool = True, broadcast: bool = False, scalars: bool = True):
     """The term rewritten with transformers so that it evaluates at target_tag (a var tag).
     random_batch: a term over the batch alone into a driver map is spread over the workers.
     nested_on_workers: a nested aggregate co-partitioned with the intermediate may be evaluated
@@ -246,7 +248,7 @@ def place_term(term, keys: tuple, target_tag, maps: dict, random_batch: bool = F
         else:
             kinds.append("pure")
     if "dist" in kinds or "repl" in kinds:
-        plan = _staged_plan(factors, kinds, maps, nested_on_workers, target_tag, broadcast)
+        plan = _staged_plan(factors, kinds, maps, nested_on_workers, target_tag, broadcast, scalars)
         if plan is not None:
             expr, tag = plan
             return _to_target(C.AggSum(keys, expr), tag, target_tag)
@@ -288,7 +290,8 @@ def _to_target(expr, tag, target_tag):
     return Repart(target_tag.parts, expr)
 
 
-def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_tag=None, broadcast: bool = False):
+def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_tag=None, broadcast: bool = False,
+                 scalars: bool = True):
     """(expr, tag) joining the Dist maps on the workers, or None when that needs a Gather.
     Replicated maps join wherever the rest lies (every partition holds them whole), so they come
     last; a batch part alone with them goes to the target's partitioning first."""
@@ -304,8 +307,18 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
             bound_local |= outs
         else:
             rest.append((f, kind))
-    parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
+    held = None                 # a one-row driver part, Broadcast where the first map lies
+    if scalars and local_group and rest and _one_row(local_group):
+        held, parts, tag, bound = local_group, [], None, set()
+    else:
+        parts, tag, bound = list(local_group), (LOCAL if local_group else None), set(bound_local)
     for i, (f, kind) in enumerate(rest):
+        if held is not None and isinstance(tag, Dist):
+            parts.append(Broadcast(_prod(held)))
+            bound |= bound_local
+            held = None
+        if held is not None and C.schema(f, bound)[0] & bound_local:
+            return None             # reads the driver part before any map fixes a partitioning
         if kind == "repl":
             if isinstance(tag, (Dist, Replicated)) or tag is None:    # joins where the rest lies
                 parts.append(f)
@@ -331,9 +344,12 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
                 tag = own
                 bound |= C.schema(f, bound)[1]
                 continue
-            if not nested_on_workers or not _co_partitioned(f, tag, bound, maps):
+            if not nested_on_workers or not _co_partitioned(f, tag, bound, maps, batch=scalars):
                 return None
-            parts.append(f)
+            g = _scatter_batch_sums(f, tag) if _reads_batch(f) else f
+            if g is None:
+                return None
+            parts.append(g)
             bound |= C.schema(f, bound)[1]
             continue
         ftag = map_ref_tag(f, maps)
@@ -348,7 +364,7 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
             tag = ftag
         elif isinstance(tag, Dist) and set(tag.parts) <= fvars:   # move the map to the intermediate
             parts.append(Repart(tag.parts, f))
-        elif isinstance(tag, Local) and broadcast:      # the batch part to every partition of the map
+        elif isinstance(tag, Local) and (broadcast or (scalars and _one_row(parts))):   # to every partition
             parts = [Broadcast(_prod(parts)), f]
             tag = ftag
         elif isinstance(tag, Local) and bound & fvars:  # move both onto a shared variable
@@ -358,6 +374,11 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
         else:
             return None
         bound |= fvars
+    if held is not None:
+        if not isinstance(tag, Dist):
+            return None
+        parts.append(Broadcast(_prod(held)))
+        bound |= bound_local
     if repl:
         if tag is None:
             tag = REPLICATED
@@ -376,18 +397,23 @@ def _staged_plan(factors, kinds, maps, nested_on_workers: bool = True, target_ta
     return _prod(parts), tag
 
 
-def _co_partitioned(e, tag, bound: set, maps) -> bool:
+def _co_partitioned(e, tag, bound: set, maps, batch: bool = False) -> bool:
     """Whether a nested aggregate can be evaluated on each partition of an intermediate at `tag`:
-    it reads no batch or base relation, its inputs are bound, and every map it reads is a Dist
-    map referenced at the intermediate's partition variables (bound outside, so each partition
+    it reads no base relation, its inputs are bound, and every map it reads is a Dist map
+    referenced at the intermediate's partition variables (bound outside, so each partition
     holds every entry the aggregate ranges over). E.g. TPC-H Q17's AVG(quantity) per part key,
-    next to the view partitioned by part key."""
+    next to the view partitioned by part key. With `batch`, it may also read the batch linearly
+    at those variables (TPC-H Q22's order count per customer, old count plus the batch's): the
+    caller Scatters the batch there (_scatter_local_refs), so each partition holds those rows."""
     if not isinstance(tag, Dist) or not set(tag.parts) <= bound:
         return False
     if C.schema(e, bound)[0] - bound:
         return False
+    body = e.expr if isinstance(e, C.Lift) else e       # the batch summed linearly under the lift
+    if batch and _reads_batch(e) and any(isinstance(n, (C.Lift, C.Extremum)) for n in C.subterms(body)):
+        return False
     for n in C.subterms(e):
-        if isinstance(n, (C.Rel, C.DeltaRel)):
+        if isinstance(n, C.Rel) or (isinstance(n, C.DeltaRel) and not (batch and set(tag.parts) <= set(n.vars))):
             return False
         if isinstance(n, C.MapRef) and (isinstance(maps[n.name].tag, Local) or map_ref_tag(n, maps) != tag):
             return False
@@ -460,7 +486,7 @@ def _has_dist(e, maps) -> bool:
 
 
 def place_statement(st: Statement, maps: dict, random_batch: bool = False,
-                    later_writes: frozenset = frozenset(), broadcast: bool = False) -> list:
+                    later_writes: frozenset = frozenset(), broadcast: bool = False, scalars: bool = True) -> list:
     """The statement's terms placed. `later_writes`: maps the trigger's later statements write; a
     term reading one keeps its nested aggregates on the driver (a partial result made on the
     workers would be moved on after those writes: kept to the plans the block fusion's temp
@@ -473,8 +499,11 @@ def place_statement(st: Statement, maps: dict, random_batch: bool = False,
     out = []
     for i, term in enumerate(terms):
         op = st.op if i == 0 else "+="
+        # scalars: the runtime orders a worker-side partial before the trigger's later writes
+        # (runtime._place: a block writing what an earlier one reads runs after it)
+        on_workers = scalars or not map_names(term) & later_writes
         rhs = place_term(term, st.keys, target_tag, maps, random_batch,
-                         nested_on_workers=not map_names(term) & later_writes, broadcast=broadcast)
+                         nested_on_workers=on_workers, broadcast=broadcast, scalars=scalars)
         out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
     return out
 
@@ -525,6 +554,10 @@ class M3ToDist(Pass):
     Broadcast, where that saves Reparts (choose_replicated); false: partition every view.
     broadcast: relations whose batches may be broadcast (small), e.g. `CUSTOMER,NATION`; `*`: any;
     default: source file at most broadcast_share of the sources' bytes (replication.broadcastable).
+    scalar_broadcast: a one-row driver part of a term (lifts of driver scalars, e.g. TPC-H Q22's
+    AVG(C_ACCTBAL)) is Broadcast to join a partitioned view where it lies, and a nested
+    aggregate reading the batch at the view's partition key runs on the workers (the batch's
+    aggregate per key Scattered there); false: such a view is Gathered whole to the driver.
     """
     name = "m3_to_dist"
     takes = "m3"
@@ -537,19 +570,20 @@ class M3ToDist(Pass):
     replicate: bool = True
     broadcast: tuple[str, ...] = ()
     broadcast_share: float = BROADCAST_SHARE
+    scalar_broadcast: bool = True
 
     def run(self, prog, options):
         allowed = broadcastable(prog, self.broadcast, self.broadcast_share, options.base_dir)
         return m3_to_dist(prog, parse_partitioning(self.partitioning), self.random_batch, self.view_copies,
-                          self.batch_domains, self.replicate, allowed)
+                          self.batch_domains, self.replicate, allowed, self.scalar_broadcast)
 
 
 def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool = True,
                view_copies_on: bool = True, batch_domains: bool = True, replicate: bool = True,
-               broadcast=None) -> DistProgram:
+               broadcast=None, scalars: bool = True) -> DistProgram:
     """Choose map partitioning and tag statements with locations and transformers (Hot Dog §4.2).
     `broadcast`: the relations whose batches may be broadcast (replication.broadcastable; None:
-    any, the exchange count alone decides)."""
+    any, the exchange count alone decides). `scalars`: M3ToDist.scalar_broadcast."""
     if prog.mode != "batch":
         raise UnsupportedError("the distributed backend needs a batch-mode M3 program (compile with mode='batch')")
     override = dict(override or {})
@@ -560,7 +594,7 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
                 override.setdefault(st.target, "local")
 
     def build(replicated: frozenset) -> DistProgram:
-        return _place_program(prog, override, random_batch, view_copies_on, batch_domains, replicated)
+        return _place_program(prog, override, random_batch, view_copies_on, batch_domains, replicated, scalars)
     replicated = frozenset()
     if replicate and any(t.event.kind == "batch" for t in prog.triggers):
         replicated = choose_replicated(prog, build, frozenset(override), broadcast)
@@ -568,7 +602,7 @@ def m3_to_dist(prog: M3Program, override: dict | None = None, random_batch: bool
 
 
 def _place_program(prog: M3Program, override: dict, random_batch: bool, view_copies_on: bool,
-                   batch_domains: bool, replicated: frozenset) -> DistProgram:
+                   batch_domains: bool, replicated: frozenset, scalars: bool = True) -> DistProgram:
     tags = choose_partitioning(prog, override, replicated)
     broadcast = broadcast_relations(prog, replicated)
     copies: dict = {}
@@ -594,7 +628,7 @@ def _place_program(prog: M3Program, override: dict, random_batch: bool, view_cop
                 raise UnsupportedError(f"statement writes undeclared map {st.target}")
             later = (frozenset() if id(st) in restricted
                      else frozenset(x.target for x in trig.statements[i + 1:]))
-            for dst in place_statement(st, maps, random_batch, later, trig.event.relation in broadcast):
+            for dst in place_statement(st, maps, random_batch, later, trig.event.relation in broadcast, scalars):
                 blocks.append(Block(block_mode(dst.loc), (dst,)))
         triggers.append(DistTrigger(trig.event, tuple(blocks)))
     return DistProgram(prog.relations, dmaps, tuple(triggers), prog.queries, stage="tagged")

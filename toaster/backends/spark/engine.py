@@ -36,6 +36,18 @@ def load_program_module(source: str) -> types.ModuleType:
     return mod
 
 
+def _broadcast_values(dist) -> list:
+    """Broadcast temps a local block computes from driver views alone (no batch): 'TMP_n (R)'."""
+    from toaster.calculus import ir as C
+    out = []
+    for t in dist.triggers:
+        local = {it.stmt.target: it.stmt.rhs for b in t.blocks if b.mode == "local" for it in b.items}
+        out += [f"{x.source} ({t.event.relation})" for b in t.blocks if b.mode == "exchange" for x in b.items
+                if x.kind == "broadcast" and x.source in local
+                and not any(isinstance(n, C.DeltaRel) for n in C.subterms(local[x.source]))]
+    return out
+
+
 def explain_jobs(program: SparkProgram) -> str:
     """The Spark jobs and stages a batch runs, planned from the generated program (--explain)."""
     from toaster.backends.spark.runtime import driver_inputs, planned_counts
@@ -97,6 +109,10 @@ def explain_jobs(program: SparkProgram) -> str:
                             if b.mode == "exchange" for x in b.items if x.kind == "broadcast"})
         lines.append("replicated views (whole on every partition, updated by the broadcast batch): "
                      + ", ".join(replicated) + "; batches broadcast to every partition: " + ", ".join(broadcast))
+    values = _broadcast_values(program.dist)
+    if values:
+        lines.append("one-row driver values Broadcast to join partitioned views where they lie (no view "
+                     "gathered; m3_to_dist{scalar_broadcast}): " + ", ".join(values))
     lines.append("spark jobs per batch (planned; plus one snapshot job every checkpoint interval):")
     if streams:
         jobs, stages = planned_counts(cls, streams, inputs)
