@@ -191,14 +191,22 @@ class SparkEngine(Engine):
         the executors") is read, checked and pre-aggregated by the tasks of the DataFrame's
         partitions inside the step's job: none of its columns reaches the driver. The others are
         collected through Arrow first (a Spark job each). A bad value is one InputError, the
-        views unchanged. empty_strings: a null string is '' (Spark's CSV reader). Docs:
-        docs/spark-engine.md "DataFrame batches read by the executors"."""
+        views unchanged. empty_strings: a null string is '' (Spark's CSV reader). In place of a
+        DataFrame, a file_ranges.ByteRanges (rows of the relation's FROM FILE as byte ranges:
+        `--spark-input executors`) is read by a task per range, or here if not by the executors.
+        Docs: docs/spark-engine.md "DataFrame batches read by the executors"."""
         from toaster.backends.spark import frame_input
+        from toaster.backends.spark.file_ranges import ByteRanges, read_ranges
         from toaster.backends.spark.native_input import ColumnarDelta
         merged: dict = {}         # a relation given twice: the union of its rows (apply_many sums them)
         for relation, df in (frames.items() if isinstance(frames, dict) else frames):
             name = self._decl(relation).name
-            merged[name] = merged[name].unionByName(df) if name in merged else df
+            if name not in merged:
+                merged[name] = df
+            elif isinstance(df, ByteRanges) and isinstance(merged[name], ByteRanges):
+                merged[name] = ByteRanges(name, merged[name].rows + df.rows, merged[name].pieces + df.pieces)
+            else:
+                merged[name] = merged[name].unionByName(df)
         inputs = self.program.native.inputs if self.program.native is not None else {}
         driver = self.program.native.columnar if self.program.native is not None else frozenset()
         read = set(frame_input.frame_relations(inputs, self.relations.values())[0])
@@ -211,7 +219,8 @@ class SparkEngine(Engine):
                 deltas.append((decl.name, frame_input.frame_delta(decl, df, inputs[decl.name],
                                                                   empty_strings=empty_strings)))
             elif decl.name in self.program.TRIGGERS:
-                batch = frame_input.collect_batch(decl, df, empty_strings=empty_strings)
+                batch = (read_ranges(decl, df) if isinstance(df, ByteRanges)     # read here, no job
+                         else frame_input.collect_batch(decl, df, empty_strings=empty_strings))
                 batch = batch and self._checked(batch, streamed)
                 if batch:
                     deltas.append((decl.name, ColumnarDelta([batch]) if self._columnar(batch, inputs, driver)

@@ -78,13 +78,17 @@ def frame_layout(decl, df, *, empty_strings: bool = False) -> FrameLayout:
     or a LINE column of CSV lines (with FILE and BLOCK); and the optional special columns (OP or
     SIGN, FILE, BLOCK). A nullable column's nulls are NULLs (its value and null flag are made
     where the batch is checked, as Engine.apply makes them)."""
-    fields = {f.name.upper(): f for f in df.schema.fields}
-    special = {k: (fields[k.upper()].name if k.upper() in fields else None) for k in _SPECIAL.values()}
+    from toaster.backends.spark.file_ranges import ByteRanges
     logical = decl.logical_columns
     common = dict(relation=decl.name, columns=tuple(c.name for c in logical), types=tuple(c.type.value for c in logical),
-                  finite=tuple(bool(c.finite) for c in logical), file=special[FILE], block=special[BLOCK],
-                  empty_strings=empty_strings, nullable=tuple(c.nullable for c in logical),
+                  finite=tuple(bool(c.finite) for c in logical), empty_strings=empty_strings,
+                  nullable=tuple(c.nullable for c in logical),
                   physical=tuple(p for k, c in enumerate(logical) for p in ((k, False), (k, True))[:1 + c.nullable]))
+    if isinstance(df, ByteRanges):            # file byte ranges the tasks read (file_ranges.py)
+        return FrameLayout(names=(), decl=decl, **common)
+    fields = {f.name.upper(): f for f in df.schema.fields}
+    special = {k: (fields[k.upper()].name if k.upper() in fields else None) for k in _SPECIAL.values()}
+    common.update(file=special[FILE], block=special[BLOCK])
     if special[LINE]:
         if not (special[FILE] and special[BLOCK]):
             raise InputError(f"{decl.name}: a DataFrame of CSV lines ({LINE}) needs {FILE} and {BLOCK}")
@@ -125,6 +129,8 @@ def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
     """The FrameDelta of `df` for input block `ib`: only the declared columns it reads, renamed
     l<declared position>."""
     layout = frame_layout(decl, df, empty_strings=empty_strings)
+    if layout.names == () and layout.line is None:      # ByteRanges: read as they are
+        return FrameDelta(df, layout)
     wanted = sorted({layout.physical[j][0] for j in ib.columns}) if layout.names else []
     keep = [f"{_quoted(layout.names[k])} AS l{k}" for k in wanted]      # SQL text: one py4j call
     extra = [f"{_quoted(getattr(layout, f))} AS {k}" for f, k in _SPECIAL.items() if getattr(layout, f)]
@@ -244,11 +250,18 @@ def _where(table, layout: FrameLayout, row: int, column, message: str) -> dict:
 
 
 # ------------------------------------------------------------------ executors
-def frame_rdd(entries: list, spec: dict, parts_n: int):
+def frame_rdd(entries: list, spec: dict, parts_n: int, sc=None):
     """The RDD of (dest, records) of the FrameDelta entries [InputBlock, FrameDelta, scatters,
-    ready]: each one's DataFrame mapped in Arrow by its partitions' tasks (frame_task)."""
+    ready]: each one's DataFrame mapped in Arrow by its partitions' tasks (frame_task), or its
+    file byte ranges read by a task each (range_task)."""
+    from toaster.backends.spark.file_ranges import ByteRanges
     rdds = []
     for ib, delta, scatters, _ in entries:
+        if isinstance(delta.frame, ByteRanges):
+            pieces = list(delta.frame.pieces)
+            task = range_task(spec, ib, list(scatters), delta.layout.decl, parts_n)
+            rdds.append(sc.parallelize(pieces, len(pieces)).mapPartitions(task))
+            continue
         task = frame_task(spec, ib, list(scatters), delta.layout, parts_n)
         rows = map_in_arrow(delta.frame, task, "dest int, payload binary")
         rdds.append(rows.rdd.map(_row_pair))
@@ -266,9 +279,7 @@ def frame_task(spec: dict, ib, scatters: list, layout: FrameLayout, parts_n: int
     """The mapInArrow function of one relation's DataFrame: the partition's record batches are
     checked (canonical_columns), its input block runs on them (native_input.run_input) and each
     destination partition's temps leave as one row (dest, pickled records)."""
-    from toaster.backends.spark import native_exec as nx
-    from toaster.backends.spark.native_input import run_input
-    scratch = dict(spec, store=f"{spec['store']}-frames")   # the block's own maps, not a view partition
+    block = _block_runner(spec, ib, scatters, parts_n)
 
     def run(batches):
         import pyarrow as pa
@@ -277,6 +288,49 @@ def frame_task(spec: dict, ib, scatters: list, layout: FrameLayout, parts_n: int
             return
         table = pa.Table.from_batches(got)
         cols, signs = canonical_columns(table, layout, ib.columns)
+        for dest, records in block(cols, signs).items():
+            yield pa.RecordBatch.from_arrays([pa.array([dest], pa.int32()),
+                                              pa.array([pickle.dumps(records, protocol=5)], pa.binary())],
+                                             names=["dest", "payload"])
+    return run
+
+
+def range_task(spec: dict, ib, scatters: list, decl, parts_n: int):
+    """The mapPartitions function of one relation's ByteRanges: the task's pieces read from the
+    file and parsed by the CLI's reader (file_ranges.read_piece: only the columns the input block
+    reads converted), the input block run on them, (dest, records) out. A bad row fails the task
+    with its line numbered in the file (the piece knows its first line's number)."""
+    block = _block_runner(spec, ib, scatters, parts_n)
+    needed = tuple(j in set(ib.columns) for j in range(len(decl.columns)))
+
+    def run(pieces):
+        from toaster.backends.spark.file_ranges import read_piece
+        from toaster.runtime.batch import Batch
+        got = []
+        for piece in pieces:
+            try:
+                b = read_piece(decl, piece, needed)
+            except InputError as e:
+                raise FrameRowError({"relation": decl.name, "message": e.message, "file": e.file,
+                                     "line": e.line, "column": e.column, "exact": True}) from None
+            if len(b):
+                got.append(b)
+        if not got:
+            return
+        batch = got[0] if len(got) == 1 else Batch.concat(got)
+        yield from block({j: batch.columns[j] for j in ib.columns}, batch.signs).items()
+    return run
+
+
+def _block_runner(spec: dict, ib, scatters: list, parts_n: int):
+    """block(cols, signs) -> {dest partition: records}: the input block run on a task's checked
+    columns ({physical position: column}) in a scratch map set of the worker."""
+    from toaster.backends.spark import native_exec as nx
+    from toaster.backends.spark.native_input import run_input
+    scratch = dict(spec, store=f"{spec['store']}-frames")   # the block's own maps, not a view partition
+
+    def block(cols, signs) -> dict:
+        import pyarrow as pa
         data = pa.table([cols[j] for j in ib.columns] + [pa.array(signs)],
                         names=[f"c{j}" for j in ib.columns] + ["s"])
         held = []
@@ -288,11 +342,8 @@ def frame_task(spec: dict, ib, scatters: list, layout: FrameLayout, parts_n: int
             return held[0]
         out: dict = {}
         run_input(get_nm, data, ib.block, ib.delta, scatters, parts_n, frozenset(), out, [], ib.plan)
-        for dest, records in out.items():
-            yield pa.RecordBatch.from_arrays([pa.array([dest], pa.int32()),
-                                              pa.array([pickle.dumps(records, protocol=5)], pa.binary())],
-                                             names=["dest", "payload"])
-    return run
+        return out
+    return block
 
 
 def map_in_arrow(df, fn, schema: str):
@@ -363,6 +414,8 @@ def located_error(p: dict, decl) -> InputError:
         return InputError(f"{message} (row {p['row'] + 1} of a partition of the DataFrame)")
     if "line" not in p:
         return InputError(f"{message} in {p['file']}")
+    if p.get("exact"):                  # a file byte range: the task numbered the line in the file
+        return InputError(message, file=p["file"], line=p["line"], column=p["column"])
     from toaster.backends.spark.frame_lines import split_first_line
     path = _local_path(p["file"])
     first = split_first_line(path, p["block"])

@@ -1,0 +1,104 @@
+"""`--run --backend spark --spark-input executors` in `--batch-size` steps, with checkpoints
+(docs/spark-engine.md "DataFrame batches read by the executors"): the driver cuts the streams'
+files into byte ranges (file_ranges.py) that must be exactly the Batches driver input reads
+(checked without Spark, on awkward files); then Spark's tasks read them: the views equal DuckDB
+and driver input after every step, a bad row fails its step with the driver reader's
+file:line:column and no change, and checkpoints resume across both inputs."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toaster.backends.spark import file_ranges
+from toaster.backends.spark.file_ranges import ByteRanges, range_steps, read_ranges
+from toaster.pipeline import compile_sql
+from toaster.runtime.csv_source import open_sources
+
+from test_checkpoint import SQL, write_inputs
+
+MIXED = """
+CREATE STREAM R(A int, B string, C date) FROM FILE 'r.csv' LINE DELIMITED CSV (delimiter := '|', deletions := 'true');
+CREATE STREAM S(B string, D float) FROM FILE 's.csv' LINE DELIMITED CSV (delimiter := '|', deletions := 'true');
+CREATE STREAM T(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
+CREATE STREAM U(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
+CREATE STREAM V(B string, F int) FROM FILE 'v.csv' LINE DELIMITED CSV (delimiter := ',');
+SELECT R.B, SUM(R.A * S.D) FROM R, S WHERE R.B = S.B GROUP BY R.B;
+SELECT T.B, SUM(T.E) FROM T GROUP BY T.B;
+SELECT U.B, SUM(U.E) FROM U GROUP BY U.B;
+SELECT V.B, SUM(V.F) FROM V GROUP BY V.B;
+"""
+
+
+def _awkward(directory: Path, seed: int) -> None:
+    """Sequence-ordered r.csv and s.csv (ties, a number smaller than an earlier one, '+7'), and
+    t.csv / v.csv, with empty lines, CRLF and lone-CR breaks, no final newline."""
+    rng = random.Random(seed)
+
+    def text(lines):
+        out = []
+        for line in lines:
+            out.append(line + rng.choice(["\n", "\n", "\n", "\r\n", "\n\n", "\r"]))
+        return "".join(out).rstrip("\r\n") if rng.random() < 0.5 else "".join(out)
+    seq = sorted(rng.randint(1, 60) for _ in range(40))
+    seq[7] = 2                                     # smaller than its predecessor: keeps its place
+    r = [f"{s}|{rng.choice('10')}|{rng.randint(-3, 9)}|{rng.choice('abc')}|1995-01-0{rng.randint(1, 9)}" for s in seq]
+    r[11] = "+7" + r[11][r[11].index("|"):]
+    s = [f"{v}|1|{rng.choice('abcd')}|{rng.choice(['0.5', '1.5'])}" for v in sorted(rng.randint(1, 60) for _ in range(25))]
+    t = [f"{rng.choice('abc')},{rng.randint(0, 9)}" for _ in range(37)]
+    v = [f"{rng.choice('ab')},{rng.randint(0, 9)}" for _ in range(5)]
+    for name, lines in (("r", r), ("s", s), ("t", t), ("v", v)):
+        (directory / f"{name}.csv").write_bytes(text(lines).encode())
+
+
+def _rows(batch):
+    return sorted(zip(batch.signs.tolist(), *[list(c.to_pylist() if hasattr(c, "to_pylist") else c.tolist())
+                                               for c in batch.columns]))
+
+
+@pytest.mark.parametrize("size", [None, 1, 3, 7, 100])
+def test_byte_ranges_are_the_driver_readers_batches(tmp_path, monkeypatch, size):
+    """Without Spark: range_steps gives the steps open_sources(steps=True) gives (sequence-ordered
+    windows, two relations of one file taking turns, independent files in declaration order), a
+    ByteRanges per Batch with its rows, and its pieces read by the tasks' reader hold those rows;
+    small scan pieces and small task pieces so that every boundary is crossed."""
+    monkeypatch.setattr(file_ranges, "SCAN_BYTES", 64)
+    monkeypatch.setattr(file_ranges, "MIN_PIECE_ROWS", 2)
+    for seed in range(4):
+        _awkward(tmp_path, seed)
+        comp = compile_sql(MIXED, mode="batch", base_dir=str(tmp_path))
+        decls = list(comp.m3.relations)
+        want = list(open_sources(decls, batch_size=size, base_dir=str(tmp_path), steps=True)[1])
+        got = list(range_steps(decls, size, str(tmp_path), parts=3))
+        assert [[(b.relation.upper(), len(b)) for b in s] for s in got] == \
+               [[(b.relation.upper(), len(b)) for b in s] for s in want]
+        by_name = {d.name: d for d in decls}
+        for gs, ws in zip(got, want):
+            for g, w in zip(gs, ws):
+                assert isinstance(g, ByteRanges) and _rows(read_ranges(by_name[g.relation], g)) == _rows(w)
+        assert any(len(r.pieces) > 1 for s in got for r in s) or size in (1, 3)
+    for name in ("r", "s"):       # the sequence numbers the driver reads digit by digit
+        seq = np.concatenate([b.seq for b in open_sources([by_name[name.upper()]], base_dir=str(tmp_path))[1]])
+        assert file_ranges._seq_keys(str(tmp_path / f"{name}.csv"), "|")[2].tolist() == seq.tolist()
+
+
+def test_bad_sequence_numbers_and_lines_are_found_by_the_reader(tmp_path):
+    """A sequence number that is not a number takes no place in the merge; the piece holding it
+    raises the driver reader's error, its line numbered in the whole file."""
+    from toaster.errors import InputError
+    write_inputs(tmp_path, 5, n_r=20, n_s=9)
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    lines[12] = "x" + lines[12]
+    (tmp_path / "r.csv").write_text("\n".join(lines) + "\n")
+    comp = compile_sql(SQL, mode="batch", base_dir=str(tmp_path))
+    decls = {d.name: d for d in comp.m3.relations}
+    with pytest.raises(InputError) as driver:
+        list(open_sources(list(decls.values()), batch_size=4, base_dir=str(tmp_path), steps=True)[1])
+    with pytest.raises(InputError) as tasks:
+        for step in range_steps(list(decls.values()), 4, str(tmp_path)):
+            for r in step:
+                read_ranges(decls[r.relation], r)
+    assert str(tasks.value) == str(driver.value) and "r.csv:13:1:" in str(tasks.value)
