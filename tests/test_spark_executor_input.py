@@ -102,3 +102,79 @@ def test_bad_sequence_numbers_and_lines_are_found_by_the_reader(tmp_path):
             for r in step:
                 read_ranges(decls[r.relation], r)
     assert str(tasks.value) == str(driver.value) and "r.csv:13:1:" in str(tasks.value)
+
+
+# ------------------------------------------------------------------ with Spark
+def _results(engine):
+    return {r.name: sorted(map(tuple, r.rows)) for r in engine.results()}
+
+
+def _compare(comp, engine, oracle):
+    from toaster.testing import compare_results
+    results = {r.name: r for r in engine.results()}
+    for q, sql in zip(comp.queries, comp.oracle_sql):
+        assert not compare_results(results[q.name], oracle.query(sql), len(q.key_columns)), q.name
+
+
+def test_steps_read_by_the_executors_equal_duckdb_and_driver_input(spark, tmp_path, monkeypatch):
+    """Two sequence-ordered streams with deletions in windows of 11 events as ByteRanges (several
+    pieces, a task each): after every step the views equal DuckDB's and those of the same steps
+    read on the driver (apply_many); the relation the executors read (S) is never read here; a
+    bad field in step 3 fails it with the driver reader's file:line:column and leaves step 2's
+    views (then the good step 3 and the rest apply)."""
+    from toaster.backends.spark.engine import SparkEngine
+    from toaster.backends.spark.frame_input import frame_relations
+    from toaster.errors import InputError
+    from toaster.testing import Oracle
+    monkeypatch.setattr(file_ranges, "MIN_PIECE_ROWS", 2)
+    write_inputs(tmp_path, 23, n_r=30, n_s=14)
+    comp = compile_sql(SQL, mode="batch", base_dir=str(tmp_path))
+    prog = comp.stage("spark")
+    read = set(frame_relations(prog.native.inputs, prog.relations)[0])
+    assert read
+    real = file_ranges.read_ranges
+
+    def on_driver(decl, ranges, needed=None):
+        assert decl.name not in read, f"{decl.name} read on the driver"
+        return real(decl, ranges, needed)
+    monkeypatch.setattr(file_ranges, "read_ranges", on_driver)
+    decls = list(comp.m3.relations)
+    want = list(open_sources(decls, 11, str(tmp_path), steps=True)[1])
+    good = list(range_steps(decls, 11, str(tmp_path), parts=2))
+    assert len(good) == len(want) >= 4 and any(len(r.pieces) > 1 for r in good[0])
+    # first with a bad float in the third step's S rows (S is read by the executors, R here):
+    # step 3 fails whole, step 2's views stay
+    s3 = next(r for r in good[2] if r.relation == "S")
+    text = (tmp_path / "s.csv").read_text()
+    lines = text.split("\n")
+    bad = s3.pieces[-1][3]                  # the first line of its last piece
+    head, _, d = lines[bad - 1].rpartition("|")
+    lines[bad - 1] = f"{head}|x{d}"
+    (tmp_path / "s.csv").write_text("\n".join(lines))
+    with pytest.raises(InputError) as driver:
+        list(open_sources(decls, 11, str(tmp_path), steps=True)[1])
+    broken = list(range_steps(decls, 11, str(tmp_path), parts=2))
+    exe = SparkEngine(prog, spark=spark, partitions=2)
+    drv = SparkEngine(prog, spark=spark, partitions=2)
+    oracle = Oracle(decls)
+    try:
+        for k, (g, w) in enumerate(zip(broken, want)):
+            if k == 2:
+                before = _results(exe)
+                with pytest.raises(InputError) as tasks:
+                    exe.apply_frames([(r.relation, r) for r in g])
+                assert str(tasks.value) == str(driver.value) and f"s.csv:{bad}:" in str(tasks.value)
+                assert _results(exe) == before
+                (tmp_path / "s.csv").write_text(text)       # the good file from this step on
+            if k >= 2:
+                g = good[k]
+            exe.apply_frames([(r.relation, r) for r in g])
+            drv.apply_many(w)
+            for b in w:
+                oracle.apply(b)
+            assert _results(exe) == _results(drv)
+            _compare(comp, exe, oracle)
+    finally:
+        oracle.close()
+        drv.close()
+        exe.close()
