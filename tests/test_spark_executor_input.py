@@ -178,3 +178,48 @@ def test_steps_read_by_the_executors_equal_duckdb_and_driver_input(spark, tmp_pa
         oracle.close()
         drv.close()
         exe.close()
+
+
+def test_cli_checkpoints_resume_across_driver_and_executor_input(spark, tmp_path, capsys):
+    """`--spark-input executors --batch-size 6 --checkpoint-dir`: a run that fails at a bad row
+    in step 4 (exit 2, the reader's file:line:column; a bad row the tasks find: the test above)
+    leaves checkpoints; a driver-input run over
+    the first 3 steps' rows leaves its own. With the whole files, --resume with executor input
+    and with driver input from the first, and with executor input from the second, all end with
+    the views of an uninterrupted run (the reference interpreter's over the whole files)."""
+    import shutil
+    from toaster.checkpoint import latest_checkpoint
+    from toaster.pipeline import main
+    write_inputs(tmp_path, 7, n_r=24, n_s=12)
+    comp = compile_sql(SQL, mode="batch", base_dir=str(tmp_path))
+    steps = list(range_steps(list(comp.m3.relations), 6, str(tmp_path)))
+    r4 = next(r for r in steps[3] if r.relation == "R")      # R is read on the driver (no task fails)
+    bad = r4.pieces[0][3] + 1
+    texts = {n: (tmp_path / f"{n}.csv").read_text() for n in "rs"}
+    base = [str(tmp_path / "q.sql"), "--run", "--output", "json", "--base-dir", str(tmp_path)]
+    assert main(base + ["--backend", "interp"]) == 0
+    want = json.loads(capsys.readouterr().out)
+
+    def run(state, executors, resume=False):
+        rc = main(base + ["--backend", "spark", "--batch-size", "6", "--checkpoint-every", "2",
+                          "--checkpoint-dir", str(tmp_path / state)] +
+                  (["--spark-input", "executors"] if executors else []) + (["--resume"] if resume else []))
+        return rc, capsys.readouterr()
+    lines = texts["r"].split("\n")
+    lines[bad - 1] += "|7"
+    (tmp_path / "r.csv").write_text("\n".join(lines))
+    rc, out = run("exe", True)
+    assert rc == 2 and f"r.csv:{bad}:" in out.err and "too many fields" in out.err, out.err
+    assert latest_checkpoint(str(tmp_path / "exe")) is not None
+    for n in "rs":      # the rows of the first 3 steps (the driver reads a small file whole first)
+        rows = sum(len(r) for step in steps[:3] for r in step if r.relation == n.upper())
+        (tmp_path / f"{n}.csv").write_text("".join(texts[n].splitlines(keepends=True)[:rows]))
+    rc, out = run("drv", False)
+    assert rc == 0 and latest_checkpoint(str(tmp_path / "drv")) is not None, out.err
+    shutil.copytree(tmp_path / "exe", tmp_path / "exe2")
+    for n in "rs":
+        (tmp_path / f"{n}.csv").write_text(texts[n])
+    for state, executors in (("exe", True), ("exe2", False), ("drv", True)):
+        rc, out = run(state, executors, resume=True)
+        assert rc == 0 and "batches already applied" in out.err, out.err
+        assert json.loads(out.out) == want, (state, executors)
