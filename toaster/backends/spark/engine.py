@@ -253,6 +253,11 @@ class SparkEngine(Engine):
             return batch.relation.upper() in driver and all(c is not None for c in batch.columns)
         return all(batch.columns[j] is not None for j in ib.columns)
 
+    def relations_needed(self) -> frozenset:
+        """The relations some trigger reads: `--run` reads no other source (either input, so a
+        checkpoint's input position is the same with driver and executor input)."""
+        return frozenset(r for r in self.relations if r in self.program.TRIGGERS)
+
     @property
     def jobs_last_batch(self) -> int:
         """Spark jobs the last apply / apply_many ran (snapshot jobs included)."""
