@@ -25,7 +25,7 @@ CREATE STREAM R(A int, B string, C date) FROM FILE 'r.csv' LINE DELIMITED CSV (d
 CREATE STREAM S(B string, D float) FROM FILE 's.csv' LINE DELIMITED CSV (delimiter := '|', deletions := 'true');
 CREATE STREAM T(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
 CREATE STREAM U(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
-CREATE STREAM V(B string, F int) FROM FILE 'v.csv' LINE DELIMITED CSV (delimiter := ',');
+CREATE STREAM V(B string, F int) FROM FILE 'v.csv' LINE DELIMITED CSV (delimiter := '::');
 SELECT R.B, SUM(R.A * S.D) FROM R, S WHERE R.B = S.B GROUP BY R.B;
 SELECT T.B, SUM(T.E) FROM T GROUP BY T.B;
 SELECT U.B, SUM(U.E) FROM U GROUP BY U.B;
@@ -35,7 +35,7 @@ SELECT V.B, SUM(V.F) FROM V GROUP BY V.B;
 
 def _awkward(directory: Path, seed: int) -> None:
     """Sequence-ordered r.csv and s.csv (ties, a number smaller than an earlier one, '+7'), and
-    t.csv / v.csv, with empty lines, CRLF and lone-CR breaks, no final newline."""
+    t.csv / v.csv ('::': not Arrow's), with empty lines, CRLF and lone-CR breaks, no final newline."""
     rng = random.Random(seed)
 
     def text(lines):
@@ -49,7 +49,7 @@ def _awkward(directory: Path, seed: int) -> None:
     r[11] = "+7" + r[11][r[11].index("|"):]
     s = [f"{v}|1|{rng.choice('abcd')}|{rng.choice(['0.5', '1.5'])}" for v in sorted(rng.randint(1, 60) for _ in range(25))]
     t = [f"{rng.choice('abc')},{rng.randint(0, 9)}" for _ in range(37)]
-    v = [f"{rng.choice('ab')},{rng.randint(0, 9)}" for _ in range(5)]
+    v = [f"{rng.choice('ab')}::{rng.randint(0, 9)}" for _ in range(5)]      # the line parser's delimiter
     for name, lines in (("r", r), ("s", s), ("t", t), ("v", v)):
         (directory / f"{name}.csv").write_bytes(text(lines).encode())
 

@@ -19,7 +19,9 @@ collected through Arrow on the driver (`collect_batch`, the same checks) and app
 value and null flag in the tasks (toaster.runtime.nulls).
 
 A DataFrame of CSV lines (a LINE column, with FILE and BLOCK: file_frames.csv_frame) is parsed
-in the tasks by the CLI's own reader (frame_lines.py).
+in the tasks by the CLI's own reader (frame_lines.py). In place of a DataFrame, a relation's
+file_ranges.ByteRanges (`--spark-input executors`) is an RDD of byte ranges, a task each
+(range_task: the task reads and parses its range; no JVM line splitting, no Arrow hand-over).
 
 A bad value fails its task with ERROR_MARK and a payload (relation, column, message, the row's
 position); the job fails, the runtime undoes the step, and `input_error` turns the payload into
