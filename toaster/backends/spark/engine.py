@@ -205,6 +205,9 @@ class SparkEngine(Engine):
                 merged[name] = df
             elif isinstance(df, ByteRanges) and isinstance(merged[name], ByteRanges):
                 merged[name] = ByteRanges(name, merged[name].rows + df.rows, merged[name].pieces + df.pieces)
+            elif isinstance(df, ByteRanges) or isinstance(merged[name], ByteRanges):
+                from toaster.errors import UnsupportedError
+                raise UnsupportedError(f"{name} given twice in one step, as byte ranges and as a DataFrame")
             else:
                 merged[name] = merged[name].unionByName(df)
         inputs = self.program.native.inputs if self.program.native is not None else {}
