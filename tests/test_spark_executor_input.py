@@ -23,8 +23,8 @@ from test_checkpoint import SQL, write_inputs
 MIXED = """
 CREATE STREAM R(A int, B string, C date) FROM FILE 'r.csv' LINE DELIMITED CSV (delimiter := '|', deletions := 'true');
 CREATE STREAM S(B string, D float) FROM FILE 's.csv' LINE DELIMITED CSV (delimiter := '|', deletions := 'true');
-CREATE STREAM T(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
-CREATE STREAM U(B string, E int) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
+CREATE STREAM T(B string NULL, E int NULL) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
+CREATE STREAM U(B string NULL, E int NULL) FROM FILE 't.csv' LINE DELIMITED CSV (delimiter := ',');
 CREATE STREAM V(B string, F int) FROM FILE 'v.csv' LINE DELIMITED CSV (delimiter := '::');
 SELECT R.B, SUM(R.A * S.D) FROM R, S WHERE R.B = S.B GROUP BY R.B;
 SELECT T.B, SUM(T.E) FROM T GROUP BY T.B;
@@ -48,7 +48,7 @@ def _awkward(directory: Path, seed: int) -> None:
     r = [f"{s}|{rng.choice('10')}|{rng.randint(-3, 9)}|{rng.choice('abc')}|1995-01-0{rng.randint(1, 9)}" for s in seq]
     r[11] = "+7" + r[11][r[11].index("|"):]
     s = [f"{v}|1|{rng.choice('abcd')}|{rng.choice(['0.5', '1.5'])}" for v in sorted(rng.randint(1, 60) for _ in range(25))]
-    t = [f"{rng.choice('abc')},{rng.randint(0, 9)}" for _ in range(37)]
+    t = [f"{rng.choice(['a', 'b', ''])},{rng.choice(['', '3', '7'])}" for _ in range(37)]    # NULLs in T
     v = [f"{rng.choice('ab')}::{rng.randint(0, 9)}" for _ in range(5)]      # the line parser's delimiter
     for name, lines in (("r", r), ("s", s), ("t", t), ("v", v)):
         (directory / f"{name}.csv").write_bytes(text(lines).encode())

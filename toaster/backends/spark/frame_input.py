@@ -130,8 +130,9 @@ class FrameDelta(ColumnarDelta):
 def frame_delta(decl, df, ib, *, empty_strings: bool = False) -> FrameDelta:
     """The FrameDelta of `df` for input block `ib`: only the declared columns it reads, renamed
     l<declared position>."""
+    from toaster.backends.spark.file_ranges import ByteRanges
     layout = frame_layout(decl, df, empty_strings=empty_strings)
-    if layout.names == () and layout.line is None:      # ByteRanges: read as they are
+    if isinstance(df, ByteRanges):          # read by range_task as they are
         return FrameDelta(df, layout)
     wanted = sorted({layout.physical[j][0] for j in ib.columns}) if layout.names else []
     keep = [f"{_quoted(layout.names[k])} AS l{k}" for k in wanted]      # SQL text: one py4j call
