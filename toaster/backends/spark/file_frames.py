@@ -23,19 +23,3 @@ def csv_frame(spark, paths):
     return df.selectExpr(f"value AS {LINE}", f"_metadata.file_path AS {FILE}",       # SQL text: one py4j call
                          f"_metadata.file_block_start AS {BLOCK}")
 
-
-def source_frames(spark, decls, base_dir: str | None = None) -> dict:
-    """{relation: csv_frame of its FROM FILE source} for the streams in `decls` (declaration
-    order); a stream without a readable source is an InputError, as the CLI's readers say."""
-    import os
-    from toaster.errors import InputError, UnsupportedError
-    from toaster.runtime.csv_source import _check_readable, resolve_path
-    out = {}
-    for decl in decls:
-        if decl.source is None:
-            raise InputError(f"relation {decl.name} has no FROM FILE source")
-        if decl.source.adaptor != "csv":
-            raise UnsupportedError(f"DataFrame input (--spark-input executors) of the {decl.source.adaptor} adaptor")
-        _check_readable(decl, base_dir)
-        out[decl.name] = csv_frame(spark, os.path.abspath(resolve_path(decl.source.path, base_dir)))
-    return out
