@@ -1,5 +1,5 @@
-"""CSV sources read by Spark as DataFrames, for SparkEngine.apply_frames (`--run --backend spark
---spark-input executors`, the bench's DataFrame path).
+"""CSV sources read by Spark as DataFrames, for SparkEngine.apply_frames (the API and the
+bench's DataFrame path; `--spark-input executors` reads byte ranges instead: file_ranges.py).
 
 `csv_frame` reads a relation's files with `spark.read.text`: each line as it is, with its file
 and the byte offset where its split starts (`_metadata`). The tasks parse them with the CLI's
