@@ -226,8 +226,9 @@ def test_csv_files_read_by_the_executors_report_file_line_column(spark, tmp_path
 
 
 def test_cli_spark_input_executors_equals_the_interpreter(spark, tmp_path, capsys):
-    """`--run --backend spark --spark-input executors` over files with deletions: one step, the
-    views those of the reference interpreter over the same files."""
+    """`--run --backend spark --spark-input executors` over files with deletions, without
+    --batch-size: one step (byte ranges read by the tasks), the views those of the reference
+    interpreter over the same files (steps: test_spark_executor_input.py)."""
     from toaster.cli import main
     lines = [f"{i}|1|{line}" for i, line in enumerate(_lines(30, "|"), start=1)]
     lines += [f"{31 + k}|0|{line}" for k, line in enumerate(_lines(30, "|")[:9])]
@@ -245,10 +246,10 @@ def test_cli_spark_input_executors_equals_the_interpreter(spark, tmp_path, capsy
     for g, w in zip(got, want):
         for grow, wrow in zip(g["rows"], w["rows"]):
             assert grow == pytest.approx(wrow, rel=1e-9)
-    assert "read by Spark as one step" in out.err
+    assert "39 events in 1 batches" in out.err        # no --batch-size: the whole file, one step
     assert main([str(tmp_path / "q.sql"), "--run", "--backend", "spark", "--spark-input", "executors",
-                 "--batch-size", "10"]) == 2
-    assert "--spark-input executors does not take --batch-size" in capsys.readouterr().err
+                 "--checkpoint-dir", str(tmp_path / "st"), "--stream-dir", f"LI={tmp_path}"]) == 2
+    assert "--spark-input executors does not take --stream-dir" in capsys.readouterr().err
 
 
 def test_q3_shape_csv_files_one_step(spark, tmp_path):

@@ -13,7 +13,7 @@ import sys
 import traceback
 
 from toaster.cli_run import (check_checkpoint_flags, check_spark_input_flags, check_stream_flags, run_engine,
-                             run_frames, run_stream)
+                             run_stream)
 from toaster.errors import InternalError, ToasterError, UsageError
 
 
@@ -92,9 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --stream-dir: at most N new files per relation in a micro-batch")
     ap.add_argument("--spark-input", choices=("driver", "executors"), default="driver",
                     help="with --run --backend spark: 'driver' (default) reads the CSV sources with Arrow on "
-                         "the driver, in --batch-size batches; 'executors' reads each stream's FROM FILE with "
-                         "spark.read as one step (SparkEngine.apply_frames): the executors read, check and "
-                         "pre-aggregate the relations with input blocks (--explain names them)")
+                         "the driver; 'executors' has Spark's tasks read each stream's FROM FILE as byte ranges "
+                         "the driver finds without parsing (the same --batch-size steps and checkpoints): "
+                         "the executors read, check and pre-aggregate the relations with input blocks "
+                         "(--explain names them)")
     ap.add_argument("--base-dir", default=None, help="resolve relative FROM FILE / INCLUDE paths here")
     ap.add_argument("--traceback", action="store_true", help="on an internal error, print the traceback")
     return ap
@@ -279,8 +280,6 @@ def run(args) -> int:
             pm.run(comp.stores[branch], max(wanted))
     if args.run and args.stream_dir:
         run_stream(comp, args)
-    elif args.run and args.spark_input == "executors":
-        run_frames(comp, args)
     elif args.run:
         run_engine(comp, args)
     elif not (stages or args.explain or args.dot or named):

@@ -82,44 +82,8 @@ def check_spark_input_flags(args) -> None:
         return
     if not args.run or args.backend != "spark":
         raise UsageError("--spark-input executors needs --run --backend spark")
-    for flag, given in (("--batch-size", args.batch_size is not None), ("--stream-dir", bool(args.stream_dir)),
-                        ("--checkpoint-dir", args.checkpoint_dir is not None)):
-        if given:     # one step of whole files, which Spark splits; no input position to checkpoint
-            raise UsageError(f"--spark-input executors does not take {flag}")
-
-
-def run_frames(comp, args) -> None:
-    """--spark-input executors: the TABLEs loaded by the CLI's reader, then every stream's FROM
-    FILE read by Spark (file_frames.source_frames) and applied as ONE step
-    (SparkEngine.apply_frames): the executors read, check and pre-aggregate the streams with
-    input blocks, no column of theirs reaches the driver; the others are collected (--explain)."""
-    import time
-
-    from toaster.backends.spark.file_frames import source_frames
-    from toaster.backends.spark.session import get_spark
-    from toaster.runtime.csv_source import read_source
-    from toaster.runtime.output import format_changes, format_results, result_changes
-    engine = comp.engine("spark")
-    try:
-        decls = [d for d in engine.relations.values() if d.name in engine.program.TRIGGERS]   # the others change no view
-        for d in decls:
-            if d.kind == "table":
-                for b in read_source(d, base_dir=args.base_dir, columns=engine.columns_needed(d.name)):
-                    engine.apply(b)
-        before = engine.results() if args.emit == "changes" else None
-        t0, cpu0 = time.perf_counter(), time.process_time()
-        streams = [d for d in decls if d.kind != "table"]
-        engine.apply_frames(source_frames(get_spark(args.master), streams, args.base_dir), empty_strings=True)
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        after = engine.results()
-        out = (format_changes(1, result_changes(before, after), args.output) if before is not None
-               else format_results(after, args.output))
-        sys.stdout.write(out if out.endswith("\n") else out + "\n")
-        sys.stdout.flush()
-        print(f"toaster: {len(streams)} stream file(s) read by Spark as one step, {seconds:.2f} s "
-              f"({cpu:.2f} s CPU in this process)", file=sys.stderr)
-    finally:
-        engine.close()
+    if args.stream_dir:          # Structured Streaming reads its micro-batches on the executors already
+        raise UsageError("--spark-input executors does not take --stream-dir")
 
 
 def check_checkpoint_flags(args) -> None:
@@ -142,6 +106,7 @@ def run_engine(comp, args) -> None:
     from toaster.runtime.csv_source import open_sources
     from toaster.runtime.output import format_changes, format_results, result_changes
     from toaster.runtime.read_ahead import ReadAhead
+    from toaster.runtime.batch import Batch
     ckpt_dir = args.checkpoint_dir
     read_ahead = None
     spark_log = None
@@ -167,7 +132,9 @@ def run_engine(comp, args) -> None:
                 # batch: Q17's log would be ~100 MB, ~0.1 s of a 1.2 s run)
                 options["atomic"] = False
             return options
-        engine, reads = _build_engine(comp, args.backend, ckpt_dir is None, options_for)
+        # executor input plans its steps for the engine's partitions: built before the input
+        engine, reads = _build_engine(comp, args.backend, ckpt_dir is None and args.spark_input == "driver",
+                                      options_for)
     try:
         if ckpt_dir is not None:
             engine._checkpoint_state(with_tables=False)    # refuses backends without checkpoints now
@@ -181,6 +148,12 @@ def run_engine(comp, args) -> None:
         tables, streams = open_sources(relations, batch_size=args.batch_size, base_dir=args.base_dir,
                                        relations_used=reads.relations_needed(),
                                        columns=reads.columns_needed, steps=True)
+        if args.spark_input == "executors":
+            # the streams as byte ranges of their files, in the same steps (file_ranges.py): the
+            # driver finds where rows start, Spark's tasks read and parse them
+            from toaster.backends.spark.file_ranges import range_steps
+            streams = range_steps(relations, args.batch_size, args.base_dir, relations_used=reads.relations_needed(),
+                                  parts=engine.program.partitions)
         # the next steps are parsed while the engine applies one (and while it compiles)
         steps = read_ahead = ReadAhead(itertools.chain(tables, streams))
         if engine is None:
@@ -208,7 +181,9 @@ def run_engine(comp, args) -> None:
         before = engine.results() if args.emit == "changes" else None
         t0, cpu0 = time.perf_counter(), time.process_time()
         for step in _progress(steps, args):
-            if len(step) == 1:
+            if not isinstance(step[0], Batch):        # ByteRanges: read by the executors
+                engine.apply_frames([(b.relation, b) for b in step])
+            elif len(step) == 1:
                 engine.apply(step[0])
             else:
                 engine.apply_many(step)

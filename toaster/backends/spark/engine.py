@@ -211,13 +211,24 @@ class SparkEngine(Engine):
         the executors") is read, checked and pre-aggregated by the tasks of the DataFrame's
         partitions inside the step's job: none of its columns reaches the driver. The others are
         collected through Arrow first (a Spark job each). A bad value is one InputError, the
-        views unchanged. empty_strings: a null string is '' (Spark's CSV reader). Docs:
-        docs/spark-engine.md "DataFrame batches read by the executors"."""
+        views unchanged. empty_strings: a null string is '' (Spark's CSV reader). In place of a
+        DataFrame, a file_ranges.ByteRanges (rows of the relation's FROM FILE as byte ranges:
+        `--spark-input executors`) is read by a task per range, or here if not by the executors.
+        Docs: docs/spark-engine.md "DataFrame batches read by the executors"."""
         from toaster.backends.spark import frame_input
+        from toaster.backends.spark.file_ranges import ByteRanges, read_ranges
         merged: dict = {}         # a relation given twice: the union of its rows (apply_many sums them)
         for relation, df in (frames.items() if isinstance(frames, dict) else frames):
             name = self._decl(relation).name
-            merged[name] = merged[name].unionByName(df) if name in merged else df
+            if name not in merged:
+                merged[name] = df
+            elif isinstance(df, ByteRanges) and isinstance(merged[name], ByteRanges):
+                merged[name] = ByteRanges(name, merged[name].rows + df.rows, merged[name].pieces + df.pieces)
+            elif isinstance(df, ByteRanges) or isinstance(merged[name], ByteRanges):
+                from toaster.errors import UnsupportedError
+                raise UnsupportedError(f"{name} given twice in one step, as byte ranges and as a DataFrame")
+            else:
+                merged[name] = merged[name].unionByName(df)
         inputs = self.program.native.inputs if self.program.native is not None else {}
         read = set(frame_input.frame_relations(inputs, self.relations.values())[0])
         deltas, streamed = [], self._streamed
@@ -229,7 +240,8 @@ class SparkEngine(Engine):
                 deltas.append((decl.name, frame_input.frame_delta(decl, df, inputs[decl.name],
                                                                   empty_strings=empty_strings)))
             elif decl.name in self.program.TRIGGERS:
-                batch = frame_input.collect_batch(decl, df, empty_strings=empty_strings)
+                batch = (read_ranges(decl, df) if isinstance(df, ByteRanges)     # read here, no job
+                         else frame_input.collect_batch(decl, df, empty_strings=empty_strings))
                 batch = batch and self._checked(batch, streamed)
                 if batch:
                     deltas.append((decl.name, self._delta(batch)))
@@ -260,6 +272,11 @@ class SparkEngine(Engine):
         if ib is None:
             return batch.relation.upper() in driver and all(c is not None for c in batch.columns)
         return all(batch.columns[j] is not None for j in ib.columns)
+
+    def relations_needed(self) -> frozenset:
+        """The relations some trigger reads: `--run` reads no other source (either input, so a
+        checkpoint's input position is the same with driver and executor input)."""
+        return frozenset(r for r in self.relations if r in self.program.TRIGGERS)
 
     @property
     def jobs_last_batch(self) -> int:

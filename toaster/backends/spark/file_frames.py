@@ -1,5 +1,5 @@
-"""CSV sources read by Spark as DataFrames, for SparkEngine.apply_frames (`--run --backend spark
---spark-input executors`, the bench's DataFrame path).
+"""CSV sources read by Spark as DataFrames, for SparkEngine.apply_frames (the API and the
+bench's DataFrame path; `--spark-input executors` reads byte ranges instead: file_ranges.py).
 
 `csv_frame` reads a relation's files with `spark.read.text`: each line as it is, with its file
 and the byte offset where its split starts (`_metadata`). The tasks parse them with the CLI's
@@ -23,19 +23,3 @@ def csv_frame(spark, paths):
     return df.selectExpr(f"value AS {LINE}", f"_metadata.file_path AS {FILE}",       # SQL text: one py4j call
                          f"_metadata.file_block_start AS {BLOCK}")
 
-
-def source_frames(spark, decls, base_dir: str | None = None) -> dict:
-    """{relation: csv_frame of its FROM FILE source} for the streams in `decls` (declaration
-    order); a stream without a readable source is an InputError, as the CLI's readers say."""
-    import os
-    from toaster.errors import InputError, UnsupportedError
-    from toaster.runtime.csv_source import _check_readable, resolve_path
-    out = {}
-    for decl in decls:
-        if decl.source is None:
-            raise InputError(f"relation {decl.name} has no FROM FILE source")
-        if decl.source.adaptor != "csv":
-            raise UnsupportedError(f"DataFrame input (--spark-input executors) of the {decl.source.adaptor} adaptor")
-        _check_readable(decl, base_dir)
-        out[decl.name] = csv_frame(spark, os.path.abspath(resolve_path(decl.source.path, base_dir)))
-    return out

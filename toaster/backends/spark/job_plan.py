@@ -120,7 +120,7 @@ class JobRunner:
             else:
                 first = self.sc.parallelize([(p, self._scattered[p]) for p in range(P)], P)
             if frames:       # and the DataFrames' partitions, pre-aggregated where they are read
-                first = first.union(frame_rdd(frames, self._spec({}), P))
+                first = first.union(frame_rdd(frames, self._spec({}), P, self.sc))
             if self._carried is not None:
                 first = self._carried.union(first).partitionBy(P, _identity)
             elif inputs and specs:      # (no stage left: stage 0's output is collected as it is)
