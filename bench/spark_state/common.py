@@ -9,6 +9,7 @@ from /proc, summed over the process tree) and wall time, as medians, and the 10x
 """
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import statistics
@@ -133,3 +134,15 @@ def tpch_engine_and_batches(query: str, data: str, spark, *, batch: int, batches
             engine.apply(b)
     groups = es.batches(batch, relations=sorted(names & set(es.stream_names)), limit=batch * batches)
     return engine, groups
+
+
+def step_args(description: str | None = None) -> argparse.ArgumentParser:
+    """The arguments of the per-step input benches (frames.py, executor_steps.py): queries, the
+    bench stream directory, events per step, steps, partitions."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("queries", nargs="+")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--batch", type=int, default=100000)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--partitions", type=int, default=2)
+    return ap

@@ -15,14 +15,13 @@ medians over steps 2.. (step 1 pays the executors' JIT), and the planning time o
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
 import statistics
 import time
 
-from bench.spark_state.common import spark_cpu
+from bench.spark_state.common import spark_cpu, step_args
 
 
 def measure(query: str, data: str, spark, *, batch: int, batches: int, partitions: int, path: str) -> dict:
@@ -69,12 +68,7 @@ def measure(query: str, data: str, spark, *, batch: int, batches: int, partition
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("queries", nargs="+")
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--batch", type=int, default=100000)
-    ap.add_argument("--batches", type=int, default=6)
-    ap.add_argument("--partitions", type=int, default=2)
+    ap = step_args()
     ap.add_argument("--paths", default="driver,executors")
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark

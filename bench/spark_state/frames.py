@@ -18,7 +18,6 @@ step.
 """
 from __future__ import annotations
 
-import argparse
 import heapq
 import json
 import os
@@ -26,7 +25,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from bench.spark_state.common import spark_cpu
+from bench.spark_state.common import spark_cpu, step_args
 
 
 def write_steps(data: str, relations, batch: int, batches: int) -> list:
@@ -98,12 +97,7 @@ def measure(query: str, data: str, spark, *, batch: int, batches: int, partition
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("queries", nargs="+")
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--batch", type=int, default=100000)
-    ap.add_argument("--batches", type=int, default=6)
-    ap.add_argument("--partitions", type=int, default=2)
+    ap = step_args()
     a = ap.parse_args(argv)
     from toaster.backends.spark.session import get_spark
     spark = get_spark()
