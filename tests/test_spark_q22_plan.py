@@ -1,13 +1,14 @@
-"""TPC-H Q22 in one Spark job per step (m3_to_dist{scalar_broadcast}, toaster/dist/scalar_broadcast.py):
-the AVG(C_ACCTBAL) and the count behind it are one row on the driver, Broadcast to the customer
-views where they lie, so no view is Gathered to the driver and no Scatter waits for a job."""
+"""TPC-H Q22 with one-row driver values Broadcast (m3_to_dist{scalar_broadcast},
+toaster/dist/scalar_broadcast.py): in the CUSTOMER trigger the AVG(C_ACCTBAL) is one row on the
+driver, Broadcast to the customer views where they lie, so that trigger Gathers no view and is one
+job. The ORDERS trigger reads NUMCUST_mORDERS8, which it writes later, so its nested aggregates
+and driver values stay on the driver (a Broadcast would be a temp made before that write and read
+after it): it still Gathers that view (2 jobs)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from toaster.backends.spark.engine import SparkEngine, explain_jobs
-from toaster.calculus import ir as C
-from toaster.dist.ir import Gather
 from toaster.pipeline import compile_file
 from toaster.testing import Oracle, compare_results, random_stream
 
@@ -21,35 +22,30 @@ def _whole_view_gathers(dist) -> list:
                    for x in b.items if x.kind == "gather" and x.source in views})
 
 
-def test_q22_plans_one_job_and_gathers_no_view():
-    """One job of 2 stages per step (was 3 jobs, 6 stages: the customer views and the order
-    counts were Gathered to the driver, then its result Scattered back); the A/B option gives
-    the old plan back, so this test fails if the broadcast is lost."""
+def test_q22_plans_fewer_jobs_and_broadcasts_the_avg():
+    """2 jobs of 4 stages for a step of both streams, the CUSTOMER trigger 1 job of 2 stages (was 3
+    jobs, 6 stages; the customer views were Gathered to the driver, then its result Scattered
+    back); the A/B option gives the old plan back, so this test fails if the broadcast is lost."""
     prog = compile_file(str(Q22), mode="batch").stage("spark")
     text = explain_jobs(prog)
-    assert "a batch of every stream (ORDERS, CUSTOMER): 1 job(s), 2 stage(s)" in text
-    assert "ORDERS alone: 1 job(s), 2 stage(s)" in text and "CUSTOMER alone: 1 job(s), 2 stage(s)" in text
+    assert "a batch of every stream (ORDERS, CUSTOMER): 2 job(s), 4 stage(s)" in text
+    assert "ORDERS alone: 2 job(s), 3 stage(s)" in text and "CUSTOMER alone: 1 job(s), 2 stage(s)" in text
     assert "one-row driver values Broadcast to join partitioned views where they lie" in text
-    assert _whole_view_gathers(prog.dist) == []
+    assert _whole_view_gathers(prog.dist) == ["NUMCUST_mORDERS8"]
     broadcasts = [x for t in prog.dist.triggers for b in t.blocks if b.mode == "exchange"
                   for x in b.items if x.kind == "broadcast"]
-    assert len(broadcasts) == 2 and all(prog.dist.map(x.source).keys and len(prog.dist.map(x.source).keys) == 1
+    assert len(broadcasts) == 1 and all(prog.dist.map(x.source).keys and len(prog.dist.map(x.source).keys) == 1
                                         for x in broadcasts)      # the AVG, one float column
     old = compile_file(str(Q22), mode="batch",
                        pass_options={"m3_to_dist": {"scalar_broadcast": False}}).stage("spark")
     assert "a batch of every stream (ORDERS, CUSTOMER): 3 job(s), 6 stage(s)" in explain_jobs(old)
-    assert "NUMCUST_mORDERS8" in _whole_view_gathers(old.dist)
-    # the ORDERS batch travels as its count per customer, not as rows
-    scattered = [prog.dist.map(x.source) for t in prog.dist.triggers if t.event.relation == "ORDERS"
-                 for b in t.blocks if b.mode == "exchange" for x in b.items if x.kind == "scatter"]
-    assert [len(m.keys) for m in scattered] == [1]
-    assert not any(isinstance(n, Gather) for t in prog.dist.triggers for b in t.blocks for it in b.items
-                   if hasattr(it, "stmt") for n in C.subterms(it.stmt.rhs))
+    assert not any(x.kind == "broadcast" for t in old.dist.triggers for b in t.blocks if b.mode == "exchange"
+                   for x in b.items)
 
 
-def test_q22_runs_one_job_per_step_duckdb_equal(spark, tmp_path):
-    """Steps of inserts and deletes of both relations: one Spark job each (jobs_last_batch),
-    DuckDB-equal after every step."""
+def test_q22_runs_at_most_two_jobs_per_step_duckdb_equal(spark, tmp_path):
+    """Steps of inserts and deletes of both relations: at most 2 Spark jobs each
+    (jobs_last_batch), DuckDB-equal after every step."""
     comp = compile_file(str(Q22), mode="batch")
     prog = comp.stage("spark")
     engine = SparkEngine(prog, spark=spark, partitions=2, checkpoint_every=1000,
@@ -68,7 +64,7 @@ def test_q22_runs_one_job_per_step_duckdb_equal(spark, tmp_path):
                 oracle.apply(b)
             for q, sql_q in zip(comp.queries, comp.oracle_sql):
                 assert not compare_results(engine.result(q.name), oracle.query(sql_q), len(q.key_columns)), i
-        assert jobs == [1] * len(jobs)
+        assert max(jobs) == 2 and all(j <= 2 for j in jobs), jobs
         assert any(engine.read_map(v) for v in prog.native.driver_views)    # the AVG's inputs
     finally:
         engine.close()

@@ -370,11 +370,12 @@ def place_statement(st: Statement, maps: dict, random_batch: bool = False,
     out = []
     for i, term in enumerate(terms):
         op = st.op if i == 0 else "+="
-        # scalars: the runtime orders a worker-side partial before the trigger's later writes
-        # (runtime._place: a block writing what an earlier one reads runs after it)
-        on_workers = scalars or not map_names(term) & later_writes
+        # a term reading a map the trigger writes later keeps its nested aggregates and one-row
+        # driver parts on the driver: a worker-side partial or a Broadcast would be a temp made
+        # before that write and read after it (test_no_block_reads_a_temp_made_before_a_write...)
+        late = bool(map_names(term) & later_writes)
         rhs = place_term(term, st.keys, target_tag, maps, random_batch,
-                         nested_on_workers=on_workers, broadcast=broadcast, scalars=scalars)
+                         nested_on_workers=not late, broadcast=broadcast, scalars=scalars and not late)
         out.append(DistStatement(Statement(st.target, st.keys, op, rhs), target_tag))
     return out
 
