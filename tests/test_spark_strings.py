@@ -84,7 +84,12 @@ def _assert_bounded(seen: list, steps: int) -> None:
     driver = [(slots, coll) for w, slots, coll in last if w == "driver"]
     workers = [(slots, coll) for w, slots, coll in last if w != "driver"]
     assert driver and workers, last
-    assert all(slots <= bound for slots, _ in driver + workers), (bound, last)
+    assert all(slots <= bound for slots, _ in driver), (bound, last)
+    # a worker's pool is collected only when one of its tasks starts; until then it also takes the
+    # names of every partition it serves and of the records shuffled to it (one worker reached 203
+    # slots at load ~10 where this bound was the driver's); without collection the second test's
+    # workers pass 2 x bound
+    assert all(slots <= 2 * bound for slots, _ in workers), (2 * bound, last)
     assert driver[0][1] >= 2 and sum(coll for _, coll in workers) >= 2, last
 
 
